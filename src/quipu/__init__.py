@@ -1,0 +1,64 @@
+"""Quipu: a memory service for AI agents.
+
+``quipu.open(path)`` gives an embedded client over one SQLite file with the bundled embedding
+model; ``quipu serve`` runs the same service over HTTP.
+"""
+
+from quipu.client import Quipu, open
+from quipu.core.query import Filters, Hit, Page, RecallResult
+from quipu.core.records import (
+    Kind,
+    MemoryVersion,
+    Principal,
+    Provenance,
+    Role,
+    Scope,
+    Source,
+    Status,
+    Trust,
+    WriteResult,
+)
+from quipu.errors import (
+    Conflict,
+    EmbeddingUnavailable,
+    Forbidden,
+    InvalidInput,
+    LimitExceeded,
+    NotFound,
+    QuipuError,
+    SecretDetected,
+    Unavailable,
+)
+from quipu.settings import Settings
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Conflict",
+    "EmbeddingUnavailable",
+    "Filters",
+    "Forbidden",
+    "Hit",
+    "InvalidInput",
+    "Kind",
+    "LimitExceeded",
+    "MemoryVersion",
+    "NotFound",
+    "Page",
+    "Principal",
+    "Provenance",
+    "Quipu",
+    "QuipuError",
+    "RecallResult",
+    "Role",
+    "Scope",
+    "SecretDetected",
+    "Settings",
+    "Source",
+    "Status",
+    "Trust",
+    "Unavailable",
+    "WriteResult",
+    "__version__",
+    "open",
+]

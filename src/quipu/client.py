@@ -1,0 +1,95 @@
+"""The embedded library client: ``quipu.open(path)`` (API-1).
+
+One process, one SQLite file, the trusted local principal. Every method is the service's use
+case with identity filled in; the HTTP client of the multi-tenant server mirrors these names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from quipu.composition import build_service, load_settings, local_principal
+from quipu.core.query import Page, RecallResult
+from quipu.core.records import MemoryVersion, Principal, WriteResult
+from quipu.embeddings.base import Embedder
+from quipu.service import MemoryService
+from quipu.storage.base import Vector
+
+
+class Quipu:
+    """A memory store opened in this process. Thread-safe; close it (or use ``with``)."""
+
+    def __init__(self, service: MemoryService, principal: Principal) -> None:
+        self.service = service
+        self.principal = principal
+
+    def remember(self, text: str, **options: Any) -> MemoryVersion:
+        """Store ``text``; returns the memory (the existing one for an exact duplicate)."""
+        return self.service.remember(self.principal, text, **options).memory
+
+    def remember_result(self, text: str, **options: Any) -> WriteResult:
+        """Like :meth:`remember`, also saying whether a new memory was created."""
+        return self.service.remember(self.principal, text, **options)
+
+    def recall(self, query: str, **options: Any) -> RecallResult:
+        return self.service.recall(self.principal, query, **options)
+
+    def get(self, memory_id: str, **options: Any) -> MemoryVersion:
+        return self.service.get(self.principal, memory_id, **options)
+
+    def list(self, **options: Any) -> Page:
+        return self.service.list(self.principal, **options)
+
+    def history(self, memory_id: str, **options: Any) -> list[MemoryVersion]:
+        return self.service.history(self.principal, memory_id, **options)
+
+    def revise(self, memory_id: str, text: str, **options: Any) -> MemoryVersion:
+        return self.service.revise(self.principal, memory_id, text, **options)
+
+    def supersede(self, old_id: str, new_id: str, **options: Any) -> MemoryVersion:
+        return self.service.supersede(self.principal, old_id, new_id, **options)
+
+    def forget(self, memory_id: str, **options: Any) -> MemoryVersion:
+        return self.service.forget(self.principal, memory_id, **options)
+
+    def set_status(self, memory_id: str, status: str, **options: Any) -> MemoryVersion:
+        return self.service.set_status(self.principal, memory_id, status, **options)
+
+    def export(self) -> Iterator[tuple[MemoryVersion, Vector | None]]:
+        return self.service.export(self.principal)
+
+    def import_(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
+        return self.service.import_(self.principal, items)
+
+    def embed_pending(self) -> int:
+        return self.service.embed_pending()
+
+    def close(self) -> None:
+        self.service.store.close()
+
+    def __enter__(self) -> Quipu:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open(  # noqa: A001 - the public name mirrors sqlite3.connect / open
+    path: str | Path,
+    *,
+    embedder: Embedder | None = None,
+    **settings: Any,
+) -> Quipu:
+    """Open (creating if needed) a memory file. ``settings`` override any Settings field;
+    ``embedder`` replaces the configured one (e.g. a shared instance across stores)."""
+    resolved = load_settings({**settings, "database": str(path)}, environ={})
+    service = build_service(resolved, embedder)
+    return Quipu(service, local_principal(resolved))

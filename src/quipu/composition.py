@@ -1,0 +1,123 @@
+"""The composition root: the only place that reads files or the environment.
+
+It turns settings (defaults < TOML file < ``QUIPU_*`` environment < explicit overrides) into a
+running :class:`MemoryService` with its store and embedder.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from quipu.core.records import Principal, Role
+from quipu.embeddings.base import Embedder
+from quipu.errors import ConfigurationError
+from quipu.service import Limits, MemoryService
+from quipu.settings import Settings
+from quipu.storage.base import Store
+
+ENV_PREFIX = "QUIPU_"
+CONFIG_ENV = "QUIPU_CONFIG"
+
+
+def load_settings(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    config_file: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge every settings source and validate once, with a clear message on error."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    path = config_file or env.get(CONFIG_ENV)
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                values.update(tomllib.load(fh).get("quipu", {}))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigurationError(f"cannot read config file {path}: {exc}") from None
+    fields = Settings.model_fields
+    for name, field in fields.items():
+        raw = env.get(ENV_PREFIX + name.upper())
+        if raw is not None:
+            values[name] = _parse_env(name, raw, field.annotation)
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigurationError(f"unknown setting(s): {', '.join(unknown)}")
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigurationError(f"invalid settings: {problems}") from None
+
+
+def _parse_env(name: str, raw: str, annotation: Any) -> Any:
+    """Strict parsing: booleans accept true/false/1/0/yes/no only; empty means unset."""
+    if raw == "":
+        return None
+    if annotation is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigurationError(f"{ENV_PREFIX}{name.upper()} must be true or false, not {raw!r}")
+    return raw
+
+
+def build_store(settings: Settings) -> Store:
+    from quipu.storage.sqlite.store import SQLiteStore
+
+    return SQLiteStore(settings.database, cache_rows=settings.vector_cache_rows)
+
+
+def build_embedder(settings: Settings) -> Embedder | None:
+    if settings.embedder == "none":
+        return None
+    if settings.embedder == "openai":
+        from quipu.embeddings.openai_compat import OpenAICompatEmbedder
+
+        assert settings.embedding_base_url and settings.embedding_model
+        assert settings.embedding_dimension
+        return OpenAICompatEmbedder(
+            base_url=settings.embedding_base_url,
+            model=settings.embedding_model,
+            dimension=settings.embedding_dimension,
+            api_key=settings.embedding_api_key,
+            timeout=settings.embedding_timeout,
+        )
+    from quipu.embeddings.local import LocalEmbedder
+
+    return LocalEmbedder(threads=settings.embedding_threads)
+
+
+def build_service(settings: Settings, embedder: Embedder | None = None) -> MemoryService:
+    store = build_store(settings)
+    try:
+        return MemoryService(
+            store, embedder if embedder is not None else build_embedder(settings),
+            Limits.from_settings(settings),
+        )
+    except BaseException:
+        store.close()
+        raise
+
+
+def local_principal(settings: Settings, surface: str = "library") -> Principal:
+    """The trusted principal of embedded mode: one tenant, configurable agent and user ids."""
+    return Principal(
+        tenant_id=settings.local_tenant,
+        key_id="local",
+        role=Role.ADMIN,
+        agent_id=settings.local_agent_id,
+        user_id=settings.local_user_id,
+        surface=surface,
+    )

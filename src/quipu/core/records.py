@@ -1,0 +1,230 @@
+"""Domain records: the types every layer speaks. Pure data, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Scope(StrEnum):
+    AGENT = "agent"
+    USER = "user"
+    AGENT_USER = "agent_user"
+    TENANT = "tenant"
+    GLOBAL = "global"
+
+
+class Kind(StrEnum):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    DECISION = "decision"
+    PROCEDURE = "procedure"
+    EPISODE = "episode"
+    EXPERIENCE = "experience"
+    NOTE = "note"
+
+
+class Status(StrEnum):
+    CANDIDATE = "candidate"
+    ACTIVE = "active"
+    STALE = "stale"
+    CONFLICTED = "conflicted"
+    SUPERSEDED = "superseded"
+    EXPIRED = "expired"
+    ARCHIVED = "archived"
+    QUARANTINED = "quarantined"
+    UNAVAILABLE = "unavailable"
+
+
+class Source(StrEnum):
+    EXPLICIT = "explicit"
+    PROMOTED = "promoted"
+    EXTRACTED = "extracted"
+    HARVESTED = "harvested"
+    GRADUATED = "graduated"
+    IMPORTED = "imported"
+
+
+class Trust(StrEnum):
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+
+
+class Relation(StrEnum):
+    """How a version relates to the one before it (LIFE-7)."""
+
+    CREATED = "created"
+    REVISES = "revises"
+    SUPERSEDED_BY = "superseded_by"
+    SUPERSEDES = "supersedes"
+    STATUS = "status"
+    FORGETS = "forgets"
+    RESTORES = "restores"
+    IMPORTED = "imported"
+
+
+class Role(StrEnum):
+    AGENT = "agent"
+    USER = "user"
+    SERVICE = "service"
+    ADMIN = "admin"
+    SUPERADMIN = "superadmin"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who makes a request, resolved from a credential alone (SCOPE-1)."""
+
+    tenant_id: str
+    key_id: str
+    role: Role
+    agent_id: str | None = None
+    user_id: str | None = None
+    grants: frozenset[str] = frozenset()
+    surface: str = "library"
+
+
+@dataclass(frozen=True)
+class ScopeRef:
+    """One isolation partition: tenant, scope and the owner derived from the principal."""
+
+    tenant_id: str
+    scope: Scope
+    owner: str
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a version came from (MEM-3). Surface and key are stamped by the server."""
+
+    surface: str = "library"
+    key_id: str | None = None
+    session_id: str | None = None
+    run_id: str | None = None
+    agent_id: str | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+    quote: str | None = None
+    quote_start: int | None = None
+    quote_end: int | None = None
+    affirmed_by: str | None = None
+    affirmed_at: datetime | None = None
+    refuted_by: str | None = None
+    refuted_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            out[name] = value.isoformat() if isinstance(value, datetime) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Provenance:
+        values: dict[str, Any] = {}
+        for name in cls.__dataclass_fields__:
+            if name not in data or data[name] is None:
+                continue
+            value = data[name]
+            if name.endswith("_at") and isinstance(value, str):
+                value = datetime.fromisoformat(value)
+            values[name] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One immutable version of a memory family (MEM-1). ``id`` names the family."""
+
+    id: str
+    version: int
+    tenant_id: str
+    scope: Scope
+    owner: str
+    project: str | None
+    text: str
+    kind: Kind
+    status: Status
+    confidence: float
+    source: Source
+    trust: Trust
+    tags: tuple[str, ...]
+    metadata: dict[str, Any]
+    aliases: tuple[str, ...]
+    provenance: Provenance
+    observed_at: datetime | None
+    valid_at: datetime
+    invalid_at: datetime | None
+    recorded_at: datetime
+    content_hash: str
+    embedding_model: str | None
+    relation: Relation
+    actor: str
+    reason: str | None = None
+    related_id: str | None = None
+    is_current: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "version": self.version,
+            "scope": self.scope.value,
+            "project": self.project,
+            "text": self.text,
+            "kind": self.kind.value,
+            "status": self.status.value,
+            "confidence": self.confidence,
+            "source": self.source.value,
+            "trust": self.trust.value,
+            "tags": list(self.tags),
+            "metadata": self.metadata,
+            "aliases": list(self.aliases),
+            "provenance": self.provenance.to_dict(),
+            "observed_at": _iso(self.observed_at),
+            "valid_at": _iso(self.valid_at),
+            "invalid_at": _iso(self.invalid_at),
+            "recorded_at": _iso(self.recorded_at),
+            "content_hash": self.content_hash,
+            "embedding_model": self.embedding_model,
+            "relation": self.relation.value,
+            "actor": self.actor,
+            "reason": self.reason,
+            "related_id": self.related_id,
+            "is_current": self.is_current,
+        }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """What a caller asks to remember, validated and normalised by the service."""
+
+    text: str
+    kind: Kind = Kind.FACT
+    confidence: float = 1.0
+    source: Source = Source.EXPLICIT
+    trust: Trust = Trust.VERIFIED
+    status: Status = Status.ACTIVE
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    project: str | None = None
+    observed_at: datetime | None = None
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The outcome of a remember: the memory and whether it already existed (MEM-6)."""
+
+    memory: MemoryVersion
+    created: bool

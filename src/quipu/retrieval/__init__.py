@@ -1,0 +1,1 @@
+"""Retrieval: candidate terms, rank fusion and result shaping. Pure functions."""

@@ -1,0 +1,585 @@
+"""The use cases every surface calls: remember, recall, get, list, history, revise, supersede,
+forget, export and import. Synchronous and thread-safe; the HTTP and MCP surfaces call it from
+a worker pool. Identity always comes from the :class:`Principal`, never from arguments.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from quipu.core import validate
+from quipu.core.query import Candidate, Cursor, Filters, Hit, Page, RecallResult
+from quipu.core.records import (
+    Kind,
+    MemoryVersion,
+    Principal,
+    Provenance,
+    Relation,
+    ScopeRef,
+    Source,
+    Status,
+    Trust,
+    WriteResult,
+)
+from quipu.core.scopes import check_write, resolve_scope
+from quipu.core.text import content_hash, embedding_key, fold
+from quipu.core.versions import Change
+from quipu.embeddings.base import Embedder
+from quipu.errors import EmbeddingUnavailable, InvalidInput, NotFound
+from quipu.retrieval.fusion import rrf
+from quipu.retrieval.terms import query_terms
+from quipu.safety import find_secrets, looks_like_injection, secret_error
+from quipu.settings import Settings
+from quipu.storage.base import EmbeddingPin, Store, Vector
+
+#: Cosine similarity above which a near-identical memory "probably" exists (RECALL-7).
+PROBABLE_DUPLICATE = 0.92
+_UNVERIFIED_SOURCES = frozenset({Source.EXTRACTED, Source.HARVESTED})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds the service enforces, taken from settings by the composition root."""
+
+    max_text_bytes: int = 16_384
+    max_metadata_bytes: int = 16_384
+    max_tags: int = 32
+    max_aliases: int = 32
+    max_query_chars: int = 500
+    quota_per_owner: int = 10_000
+    default_k: int = 10
+    max_k: int = 100
+    max_page: int = 200
+    candidate_depth: int = 60
+    rrf_k: int = 60
+    weight_vector: float = 1.0
+    weight_text: float = 1.0
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> Limits:
+        return cls(**{name: getattr(s, name) for name in cls.__dataclass_fields__})
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        limits: Limits | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.limits = limits or Limits()
+        self._clock = clock or (lambda: datetime.now(UTC))
+        if embedder is not None:
+            store.pin_embedding(EmbeddingPin(embedder.model_id, embedder.dimension))
+
+    # -- writes ------------------------------------------------------------------------------
+    def remember(
+        self,
+        principal: Principal,
+        text: object,
+        *,
+        scope: str = "agent",
+        kind: object = "fact",
+        tags: object = None,
+        metadata: object = None,
+        aliases: object = None,
+        project: object = None,
+        confidence: object = 1.0,
+        source: object = "explicit",
+        observed_at: object = None,
+        valid_at: object = None,
+        invalid_at: object = None,
+        session_id: object = None,
+        run_id: object = None,
+        model: object = None,
+        prompt_version: object = None,
+        quote: object = None,
+        defer_embedding: bool = False,
+    ) -> WriteResult:
+        """Store a new memory, or report the live exact duplicate (MEM-6)."""
+        lim = self.limits
+        body = validate.text(text, max_bytes=lim.max_text_bytes)
+        ref = resolve_scope(principal, scope)
+        check_write(principal, ref)
+        source_v = validate.enum(Source, source, field="source")
+        tags_v = validate.labels(tags, field="tags", max_count=lim.max_tags)
+        aliases_v = validate.labels(aliases, field="aliases", max_count=lim.max_aliases)
+        meta_v = validate.metadata(metadata, max_bytes=lim.max_metadata_bytes)
+        self._refuse_secrets(body, tags_v, aliases_v, meta_v)
+        now = self._clock()
+        valid = validate.instant(valid_at, field="valid_at") or now
+        invalid = validate.instant(invalid_at, field="invalid_at")
+        if invalid is not None and invalid <= valid:
+            raise InvalidInput("invalid_at must be later than valid_at", code="invalid_time")
+        quote_v = None if quote is None else validate.text(quote, max_bytes=lim.max_text_bytes, field="quote")
+        provenance = Provenance(
+            surface=principal.surface,
+            key_id=principal.key_id,
+            session_id=validate.optional_id(session_id, field="session_id"),
+            run_id=validate.optional_id(run_id, field="run_id"),
+            agent_id=principal.agent_id,
+            model=validate.optional_id(model, field="model"),
+            prompt_version=validate.optional_id(prompt_version, field="prompt_version"),
+            quote=quote_v,
+        )
+        status = Status.QUARANTINED if looks_like_injection(body) else Status.ACTIVE
+        memory = MemoryVersion(
+            id=uuid.uuid4().hex,
+            version=1,
+            tenant_id=ref.tenant_id,
+            scope=ref.scope,
+            owner=ref.owner,
+            project=validate.optional_id(project, field="project"),
+            text=body,
+            kind=validate.enum(Kind, kind, field="kind"),
+            status=status,
+            confidence=validate.confidence(confidence),
+            source=source_v,
+            trust=Trust.UNVERIFIED if source_v in _UNVERIFIED_SOURCES else Trust.VERIFIED,
+            tags=tags_v,
+            metadata=meta_v,
+            aliases=aliases_v,
+            provenance=provenance,
+            observed_at=validate.instant(observed_at, field="observed_at"),
+            valid_at=valid,
+            invalid_at=invalid,
+            recorded_at=now,
+            content_hash=content_hash(body),
+            embedding_model=None,
+            relation=Relation.CREATED,
+            actor=principal.key_id,
+        )
+        existing = self._live_duplicate(ref, memory)
+        if existing is not None:
+            return WriteResult(existing, created=False)
+        vector = None if defer_embedding else self._embed_for_write(ref.tenant_id, body)
+        if vector is not None and self.embedder is not None:
+            memory = _with_model(memory, self.embedder.model_id)
+        return self.store.insert(
+            ref, memory, vector, embedding_key(body) if vector is not None else None,
+            lim.quota_per_owner,
+        )
+
+    def revise(
+        self,
+        principal: Principal,
+        memory_id: str,
+        text: object,
+        *,
+        expected_version: int | None = None,
+        reason: object = None,
+        scope: str | None = None,
+        valid_at: object = None,
+    ) -> MemoryVersion:
+        """Write a new version with new text (MEM-4, LIFE-2)."""
+        body = validate.text(text, max_bytes=self.limits.max_text_bytes)
+        self._refuse_secrets(body, (), (), {})
+        ref = self._authorise(principal, memory_id, scope, write=True)
+        vector = self._embed_for_write(ref.tenant_id, body)
+        change = Change(
+            actor=principal.key_id,
+            relation=Relation.REVISES,
+            reason=_reason(reason),
+            text=body,
+            valid_at=validate.instant(valid_at, field="valid_at"),
+            status=Status.QUARANTINED if looks_like_injection(body) else None,
+            embedding_model=self.embedder.model_id if vector is not None and self.embedder else None,
+        )
+        return self.store.append(
+            ref, memory_id, change, expected_version, vector,
+            embedding_key(body) if vector is not None else None, self._clock(),
+            self.limits.quota_per_owner,
+        )
+
+    def supersede(
+        self,
+        principal: Principal,
+        old_id: str,
+        new_id: str,
+        *,
+        reason: object = None,
+        scope: str | None = None,
+    ) -> MemoryVersion:
+        """Link ``old_id`` to its replacement and end its validity now (MEM-4)."""
+        ref = self._authorise(principal, old_id, scope, write=True)
+        if old_id == new_id:
+            raise InvalidInput("a memory cannot supersede itself", code="invalid_supersede")
+        change = Change(
+            actor=principal.key_id, relation=Relation.SUPERSEDED_BY, reason=_reason(reason)
+        )
+        return self.store.supersede(ref, old_id, new_id, change, self._clock())
+
+    def forget(
+        self,
+        principal: Principal,
+        memory_id: str,
+        *,
+        reason: object = None,
+        expected_version: int | None = None,
+        scope: str | None = None,
+    ) -> MemoryVersion:
+        """Logical delete: append an ``unavailable`` version (LIFE-3)."""
+        return self.set_status(
+            principal, memory_id, Status.UNAVAILABLE, reason=reason,
+            expected_version=expected_version, scope=scope, relation=Relation.FORGETS,
+        )
+
+    def set_status(
+        self,
+        principal: Principal,
+        memory_id: str,
+        status: object,
+        *,
+        reason: object = None,
+        expected_version: int | None = None,
+        scope: str | None = None,
+        relation: Relation = Relation.STATUS,
+    ) -> MemoryVersion:
+        """Move a memory through the lifecycle (LIFE-1); illegal moves are 409."""
+        target = validate.enum(Status, status, field="status")
+        ref = self._authorise(principal, memory_id, scope, write=True)
+        change = Change(
+            actor=principal.key_id, relation=relation, reason=_reason(reason), status=target
+        )
+        if target is Status.EXPIRED:
+            change = Change(
+                actor=principal.key_id, relation=relation, reason=_reason(reason),
+                status=target, invalid_at=self._clock(),
+            )
+        return self.store.append(
+            ref, memory_id, change, expected_version, None, None, self._clock(),
+            self.limits.quota_per_owner,
+        )
+
+    # -- reads -------------------------------------------------------------------------------
+    def get(self, principal: Principal, memory_id: str, *, scope: str | None = None) -> MemoryVersion:
+        ref = self._authorise(principal, memory_id, scope)
+        memory = self.store.get(ref, memory_id)
+        if memory is None or memory.status in (Status.UNAVAILABLE, Status.QUARANTINED):
+            raise _not_found(memory_id)
+        return memory
+
+    def history(
+        self, principal: Principal, memory_id: str, *, scope: str | None = None
+    ) -> list[MemoryVersion]:
+        """Every version, forgotten ones included, to the scope's owner (LIFE-7)."""
+        ref = self._authorise(principal, memory_id, scope)
+        versions = self.store.history(ref, memory_id)
+        if not versions:
+            raise _not_found(memory_id)
+        return versions
+
+    def list(
+        self,
+        principal: Principal,
+        *,
+        scope: str = "agent",
+        cursor: str | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> Page:
+        ref = resolve_scope(principal, scope)
+        size = validate.bounded_int(
+            self.limits.max_page if limit is None else limit,
+            field="limit", low=1, high=self.limits.max_page,
+        )
+        at = None if cursor is None else Cursor.decode(cursor)
+        return self.store.list(ref, self._filters(**filters), at, size)
+
+    def recall(
+        self,
+        principal: Principal,
+        query: object,
+        *,
+        scope: str = "agent",
+        k: int | None = None,
+        planes: Sequence[str] | None = None,
+        **filters: Any,
+    ) -> RecallResult:
+        """Hybrid recall in one scope (RECALL-1..5, RECALL-7, RECALL-8)."""
+        started = time.perf_counter()
+        text = validate.query(query, max_chars=self.limits.max_query_chars)
+        size = validate.bounded_int(
+            self.limits.default_k if k is None else k, field="k", low=1, high=self.limits.max_k
+        )
+        ref = resolve_scope(principal, scope)
+        flt = self._filters(**filters)
+        timings: dict[str, float] = {}
+        depth = max(self.limits.candidate_depth, size)
+        fallback, reason, vector = self._embed_query(text, timings)
+
+        lists: dict[str, list[Candidate]] = {}
+        paths: dict[str, str] = {}
+        mark = time.perf_counter()
+        if vector is not None:
+            lists["semantic"], info = self.store.vector_candidates(ref, vector, flt, depth)
+            paths["semantic"] = info.path
+        timings["vector_ms"] = _ms(mark)
+        mark = time.perf_counter()
+        lists["text"], info = self.store.text_candidates(ref, query_terms(text), flt, depth)
+        paths["text"] = info.path
+        timings["text_ms"] = _ms(mark)
+
+        mark = time.perf_counter()
+        exact = self.store.exact_candidates(ref, fold(text), content_hash(text))
+        fused = rrf(
+            lists,
+            {"semantic": self.limits.weight_vector, "text": self.limits.weight_text},
+            self.limits.rrf_k,
+        )
+        hits = self._shape(exact, fused, flt, size)
+        timings["fuse_ms"] = _ms(mark)
+        timings["total_ms"] = _ms(started)
+
+        top_semantic = lists.get("semantic", [])[:1]
+        if any(label in ("alias", "text") for h in hits for label in h.matched if h.rank <= 3) and exact:
+            safety = "exists"
+        elif top_semantic and top_semantic[0].score >= PROBABLE_DUPLICATE:
+            safety = "probable"
+        else:
+            safety = "unknown"
+        wanted = set(planes or ["facts"])
+        meta = {
+            "total": len(hits),
+            "limit": size,
+            "fallback": fallback,
+            "reason": reason,
+            "underfilled": len(hits) < size,
+            "sources_applied": wanted <= self.store.capabilities.sources,
+            "create_safety": safety,
+            "paths": paths,
+            "scope": ref.scope.value,
+            "timings": {name: round(value, 3) for name, value in timings.items()},
+        }
+        return RecallResult(hits, meta)
+
+    # -- transfer ----------------------------------------------------------------------------
+    def export(self, principal: Principal) -> Iterator[tuple[MemoryVersion, Vector | None]]:
+        """Every version of the principal's tenant, with vectors (lossless; API-4)."""
+        return self.store.export_versions(principal.tenant_id)
+
+    def import_(
+        self, principal: Principal, items: Iterable[tuple[MemoryVersion, Vector | None]]
+    ) -> int:
+        """Insert exported versions into the principal's tenant, keeping ids and times."""
+        pin = self.store.embedding_pin()
+
+        def checked() -> Iterator[tuple[MemoryVersion, Vector | None]]:
+            for memory, vector in items:
+                if memory.tenant_id != principal.tenant_id:
+                    raise InvalidInput(
+                        "an import holds rows of another tenant",
+                        code="tenant_mismatch",
+                        details={"id": memory.id},
+                    )
+                if vector is not None and (
+                    pin is None
+                    or memory.embedding_model != pin.model_id
+                    or vector.shape[0] != pin.dimension
+                ):
+                    vector = None
+                    memory = _with_model(memory, None)
+                yield memory, vector
+
+        return self.store.import_versions(checked())
+
+    def embed_pending(self, batch: int = 64) -> int:
+        """Embed rows stored without a vector (deferred or written while the embedder was down)."""
+        if self.embedder is None:
+            return 0
+        done = 0
+        while True:
+            rows = self.store.missing_vectors(batch)
+            if not rows:
+                return done
+            vectors = self.embedder.embed_batch([r[2] for r in rows])
+            self.store.attach_vectors(
+                self.embedder.model_id,
+                [(key, embedding_key(text), vectors[i]) for i, (key, _, text) in enumerate(rows)],
+            )
+            done += len(rows)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _authorise(
+        self, principal: Principal, memory_id: object, scope: str | None, *, write: bool = False
+    ) -> ScopeRef:
+        """The partition of ``memory_id`` if the principal owns it; else 404 (SCOPE-7)."""
+        ident = validate.identifier(memory_id, field="id")
+        found = self.store.locate(principal.tenant_id, ident)
+        if found is None:
+            raise _not_found(ident)
+        if scope is not None and found.scope.value != scope:
+            raise _not_found(ident)
+        try:
+            mine = resolve_scope(principal, found.scope)
+        except InvalidInput:
+            raise _not_found(ident) from None
+        if mine != found:
+            raise _not_found(ident)
+        if write:
+            check_write(principal, found)
+        return found
+
+    def _filters(
+        self,
+        *,
+        as_of: object = None,
+        observed_after: object = None,
+        observed_before: object = None,
+        kinds: object = None,
+        tags: object = None,
+        sources: object = None,
+        min_confidence: object = None,
+        project: object = None,
+        statuses: object = None,
+    ) -> Filters:
+        chosen = validate.enums(Status, statuses, field="status") or frozenset({Status.ACTIVE})
+        if chosen & {Status.UNAVAILABLE, Status.QUARANTINED}:
+            raise InvalidInput(
+                "forgotten and quarantined memories are not readable here",
+                code="invalid_status",
+            )
+        return Filters(
+            statuses=chosen,
+            as_of=validate.instant(as_of, field="as_of"),
+            observed_after=validate.instant(observed_after, field="observed_after"),
+            observed_before=validate.instant(observed_before, field="observed_before"),
+            kinds=validate.enums(Kind, kinds, field="kind"),
+            tags=frozenset(validate.labels(tags, field="tags", max_count=self.limits.max_tags)),
+            sources=validate.enums(Source, sources, field="source"),
+            min_confidence=None if min_confidence is None else validate.confidence(min_confidence),
+            project=validate.optional_id(project, field="project"),
+        )
+
+    def _shape(
+        self,
+        exact: list[tuple[int, str]],
+        fused: list[tuple[int, float, tuple[str, ...]]],
+        flt: Filters,
+        size: int,
+    ) -> list[Hit]:
+        labels: dict[int, list[str]] = {}
+        for key, label in exact:
+            labels.setdefault(key, []).append(label)
+        order = [(key, 1.0 + 1.0 / (1 + i), ()) for i, key in enumerate(labels)]
+        order += [(key, score, found) for key, score, found in fused if key not in labels]
+        loaded = self.store.load([key for key, _, _ in order[: size * 3 + len(labels)]])
+        if len(loaded) < min(len(order), size * 3):
+            loaded.update(self.store.load([key for key, _, _ in order]))
+        hits: list[Hit] = []
+        families: set[str] = set()
+        now = self._clock()
+        for key, score, found in order:
+            memory = loaded.get(key)
+            if memory is None or memory.id in families or not flt.accepts(memory):
+                continue
+            if flt.as_of is None and not _current_and_valid(memory, now):
+                continue
+            matched = tuple(labels.get(key, [])) + found
+            families.add(memory.id)
+            hits.append(Hit(memory, score, len(hits) + 1, matched))
+            if len(hits) == size:
+                break
+        return hits
+
+    def _live_duplicate(self, ref: ScopeRef, memory: MemoryVersion) -> MemoryVersion | None:
+        if memory.status is not Status.ACTIVE:
+            return None
+        keys = [key for key, label in self.store.exact_candidates(ref, fold(memory.text), memory.content_hash) if label == "text"]
+        for candidate in self.store.load(keys).values():
+            if candidate.project == memory.project and candidate.status is Status.ACTIVE:
+                return candidate
+        return None
+
+    def _embed_for_write(self, tenant_id: str, body: str) -> Vector | None:
+        """The vector for ``body``: from the cache when this text was embedded before; ``None``
+        when the embedder is off or failing (the row is embedded later by embed_pending)."""
+        if self.embedder is None:
+            return None
+        key = embedding_key(body)
+        cached = self.store.cached_embeddings(tenant_id, self.embedder.model_id, [key])
+        if key in cached:
+            return cached[key]
+        try:
+            return self.embedder.embed_batch([body])[0]
+        except EmbeddingUnavailable:
+            return None
+
+    def _embed_query(
+        self, text: str, timings: dict[str, float]
+    ) -> tuple[bool, str | None, Vector | None]:
+        if self.embedder is None:
+            return True, "embedder_disabled", None
+        mark = time.perf_counter()
+        try:
+            vector = self.embedder.embed_batch([text])[0]
+        except EmbeddingUnavailable:
+            timings["embed_ms"] = _ms(mark)
+            return True, "embedder_unavailable", None
+        timings["embed_ms"] = _ms(mark)
+        return False, None, vector
+
+    def _refuse_secrets(
+        self,
+        body: str,
+        tags: tuple[str, ...],
+        aliases: tuple[str, ...],
+        metadata: dict[str, Any],
+    ) -> None:
+        """SAFE-1 on every field a caller writes; the error names kind and span, not the value."""
+        fields: list[tuple[str, str]] = [("text", body)]
+        fields += [("tags", t) for t in tags] + [("aliases", a) for a in aliases]
+        if metadata:
+            fields.append(("metadata", _flatten(metadata)))
+        for name, value in fields:
+            findings = find_secrets(value)
+            if findings:
+                error = secret_error(findings)
+                error.details["field"] = name
+                raise error
+
+
+def _flatten(value: Any) -> str:
+    if isinstance(value, dict):
+        return "\n".join(f"{k}={_flatten(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "\n".join(_flatten(v) for v in value)
+    return str(value)
+
+
+def _current_and_valid(memory: MemoryVersion, now: datetime) -> bool:
+    return (
+        memory.is_current
+        and memory.valid_at <= now
+        and (memory.invalid_at is None or now < memory.invalid_at)
+    )
+
+
+def _with_model(memory: MemoryVersion, model: str | None) -> MemoryVersion:
+    from dataclasses import replace
+
+    return replace(memory, embedding_model=model)
+
+
+def _reason(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 1000 or "\x00" in value:
+        raise InvalidInput("reason must be a string of at most 1000 characters", code="invalid_reason")
+    return value
+
+
+def _not_found(memory_id: str) -> NotFound:
+    return NotFound(f"no memory {memory_id}", details={"id": memory_id})
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0

@@ -1,0 +1,100 @@
+"""One frozen settings object (API-5). Every setting has a default and a help text.
+
+Values come from, in rising precedence: defaults, a TOML file, ``QUIPU_*`` environment
+variables, command-line flags. Only :mod:`quipu.composition` reads files or the environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+
+    database: str = Field(
+        "./quipu-data/quipu.db",
+        description="Where memories live: a SQLite file path (embedded mode).",
+    )
+    host: str = Field("127.0.0.1", description="Address `quipu serve` binds to (loopback only).")
+    port: int = Field(8750, ge=1, le=65535, description="Port `quipu serve` listens on.")
+    embedder: Literal["local", "openai", "none"] = Field(
+        "local",
+        description="Embedding backend: `local` (bundled all-MiniLM-L6-v2 on ONNX Runtime), "
+        "`openai` (any OpenAI-compatible /v1/embeddings endpoint) or `none` (full text only).",
+    )
+    embedding_base_url: str | None = Field(
+        None, description="Base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1."
+    )
+    embedding_model: str | None = Field(None, description="Model name sent to that endpoint.")
+    embedding_api_key: str | None = Field(
+        None, description="API key for that endpoint (sent as a Bearer token; never logged)."
+    )
+    embedding_dimension: int | None = Field(
+        None, ge=1, le=8192, description="Vector size the endpoint returns (required for `openai`)."
+    )
+    embedding_timeout: float = Field(
+        30.0, gt=0, le=600, description="Seconds before an embedding call is abandoned."
+    )
+    embedding_threads: int | None = Field(
+        None, ge=1, le=64, description="ONNX Runtime intra-op threads for the local model."
+    )
+    max_text_bytes: int = Field(
+        16_384, ge=64, le=1_048_576, description="Largest memory text, in UTF-8 bytes (MEM-5)."
+    )
+    max_metadata_bytes: int = Field(
+        16_384, ge=2, le=1_048_576, description="Largest metadata object, as JSON bytes (MEM-5)."
+    )
+    max_tags: int = Field(32, ge=0, le=1024, description="Most tags on one memory (MEM-5).")
+    max_aliases: int = Field(32, ge=0, le=1024, description="Most aliases on one memory.")
+    max_query_chars: int = Field(
+        500, ge=1, le=100_000, description="Longest recall query, in characters (RECALL-2)."
+    )
+    quota_per_owner: int = Field(
+        10_000, ge=1, description="Live memories one scope owner may hold (MEM-5)."
+    )
+    default_k: int = Field(10, ge=1, le=1000, description="Results a recall returns by default.")
+    max_k: int = Field(100, ge=1, le=1000, description="Most results one recall may ask for.")
+    max_page: int = Field(200, ge=1, le=10_000, description="Largest page a list may ask for.")
+    candidate_depth: int = Field(
+        60, ge=1, le=10_000, description="Candidates each retriever contributes before fusion."
+    )
+    rrf_k: int = Field(60, ge=1, le=1000, description="Reciprocal-rank-fusion constant.")
+    weight_vector: float = Field(1.0, ge=0, le=100, description="RRF weight of the vector list.")
+    weight_text: float = Field(1.0, ge=0, le=100, description="RRF weight of the full-text list.")
+    vector_cache_rows: int = Field(
+        2_000_000, ge=1000, description="Rows the in-process vector cache keeps across scopes."
+    )
+    local_tenant: str = Field("local", min_length=1, description="Tenant of the local principal.")
+    local_agent_id: str = Field(
+        "local-agent", min_length=1, description="agent_id of the local principal."
+    )
+    local_user_id: str = Field(
+        "local-user", min_length=1, description="user_id of the local principal."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Server log level."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.embedder == "openai" and not (
+            self.embedding_base_url and self.embedding_model and self.embedding_dimension
+        ):
+            raise ValueError(
+                "embedder 'openai' needs embedding_base_url, embedding_model and "
+                "embedding_dimension"
+            )
+        if self.default_k > self.max_k:
+            raise ValueError("default_k must not exceed max_k")
+        return self
+
+    @classmethod
+    def help(cls) -> dict[str, dict[str, Any]]:
+        """name -> {default, description}, for docs and `quipu config`."""
+        return {
+            name: {"default": field.default, "description": field.description or ""}
+            for name, field in cls.model_fields.items()
+        }

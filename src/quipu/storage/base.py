@@ -1,0 +1,142 @@
+"""The Store protocol: the one seam between the service and a database backend.
+
+It speaks only Quipu's domain types (records, query objects, numpy vectors); no cursor or
+driver row crosses it. Each method is atomic. Capabilities a backend lacks are declared in
+:class:`Capabilities`, never signalled with ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from quipu.core.query import Candidate, Cursor, Filters, Page
+from quipu.core.records import MemoryVersion, ScopeRef, WriteResult
+from quipu.core.versions import Change
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    backend: str
+    vector_search: str  # e.g. "exact-numpy", "hnsw+exact"
+    full_text: str  # e.g. "fts5-bm25", "tsvector"
+    sources: frozenset[str]  # planes a search can read (RECALL-8)
+
+
+@dataclass(frozen=True)
+class EmbeddingPin:
+    """The embedding model a store's vectors were made with; fixed at first write."""
+
+    model_id: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class SearchInfo:
+    """How a candidate search ran, for ``meta`` (which path, how many rows scanned)."""
+
+    path: str
+    scanned: int
+
+
+class Store(Protocol):
+    capabilities: Capabilities
+
+    def close(self) -> None: ...
+
+    # -- embedding pin and cache -------------------------------------------------------------
+    def embedding_pin(self) -> EmbeddingPin | None: ...
+
+    def pin_embedding(self, pin: EmbeddingPin) -> None:
+        """Record the pin if none; raise Conflict ``embedding_model_mismatch`` if different."""
+
+    def cached_embeddings(
+        self, tenant_id: str, model_id: str, keys: Sequence[str]
+    ) -> dict[str, Vector]: ...
+
+    # -- writes ------------------------------------------------------------------------------
+    def insert(
+        self,
+        ref: ScopeRef,
+        memory: MemoryVersion,
+        vector: Vector | None,
+        embedding_key: str | None,
+        quota: int,
+    ) -> WriteResult:
+        """Insert version 1 of a new family, unless a live exact duplicate exists (MEM-6).
+
+        Raises LimitExceeded ``quota_exceeded`` when the scope owner already holds ``quota``
+        live rows; the check and the insert are one serialised transaction (MEM-5).
+        """
+
+    def append(
+        self,
+        ref: ScopeRef,
+        memory_id: str,
+        change: Change,
+        expected_version: int | None,
+        vector: Vector | None,
+        embedding_key: str | None,
+        now: datetime,
+        quota: int,
+    ) -> MemoryVersion:
+        """Append the successor of the family's current version (NotFound, Conflict).
+
+        ``quota`` applies only when the change makes a non-live family live again.
+        """
+
+    def supersede(
+        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+    ) -> MemoryVersion:
+        """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``); returns the old's new version."""
+
+    def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
+        """Insert exported versions verbatim (same ids, versions and times); skip ones present."""
+
+    # -- reads -------------------------------------------------------------------------------
+    def locate(self, tenant_id: str, memory_id: str) -> ScopeRef | None:
+        """The scope partition a memory id lives in, for authorising by-id calls."""
+
+    def get(self, ref: ScopeRef, memory_id: str) -> MemoryVersion | None: ...
+
+    def history(self, ref: ScopeRef, memory_id: str) -> list[MemoryVersion]: ...
+
+    def list(self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int) -> Page: ...
+
+    def count_live(self, ref: ScopeRef) -> int: ...
+
+    def vector_candidates(
+        self, ref: ScopeRef, vector: Vector, filters: Filters, limit: int
+    ) -> tuple[list[Candidate], SearchInfo]:
+        """Exact-by-contract nearest neighbours inside one scope, filters applied (RECALL-5)."""
+
+    def text_candidates(
+        self, ref: ScopeRef, terms: Sequence[str], filters: Filters, limit: int
+    ) -> tuple[list[Candidate], SearchInfo]:
+        """Full-text candidates (any term), best first."""
+
+    def exact_candidates(
+        self, ref: ScopeRef, folded: str, content_hash: str
+    ) -> list[tuple[int, str]]:
+        """Current rows whose folded alias (``"alias"``) or folded text (``"text"``) equals the
+        query exactly (RECALL-7); filters are applied by the caller on the loaded rows."""
+
+    def missing_vectors(self, limit: int) -> list[tuple[int, str, str]]:
+        """(key, tenant_id, text) of versions stored without a vector, oldest first."""
+
+    def attach_vectors(self, model_id: str, items: Sequence[tuple[int, str, Vector]]) -> None:
+        """Store vectors for versions saved without one: (key, embedding_key, vector)."""
+
+    def load(self, keys: Sequence[int]) -> dict[int, MemoryVersion]: ...
+
+    def export_versions(
+        self, tenant_id: str | None
+    ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
+        """Every version in a stable order, with its vector when one is stored."""

@@ -1,0 +1,729 @@
+"""The SQLite backend: one file, WAL, one writer (``BEGIN IMMEDIATE``), many readers.
+
+Full text is FTS5 with bm25; vectors live in the ``embeddings`` table and are searched exactly
+by an in-process :class:`ScopeIndex` per scope, loaded on first use and kept current by this
+process's own writes. A ``generation`` per scope tells the cache when another process wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from quipu.core.lifecycle import LIVE
+from quipu.core.query import Candidate, Cursor, Filters, Page
+from quipu.core.records import MemoryVersion, Relation, Scope, ScopeRef, Status, WriteResult
+from quipu.core.text import embedding_key as text_embedding_key
+from quipu.core.text import fold
+from quipu.core.versions import Change, check_expected, next_version, valid_to
+from quipu.errors import Conflict, LimitExceeded, NotFound
+from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
+from quipu.storage.sqlite.migrate import migrate
+from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
+from quipu.storage.sqlite.vectors import Row, ScopeIndex
+from quipu.storage.timecodec import FOREVER, to_micros, to_micros_opt
+
+_LIVE = tuple(s.value for s in LIVE)
+_HIDDEN = ("unavailable", "quarantined", "candidate")
+_CHUNK = 500
+
+
+class SQLiteStore:
+    """A Store over one SQLite file. Thread-safe; several processes may share the file."""
+
+    def __init__(
+        self, path: str | Path, *, busy_timeout: float = 10.0, cache_rows: int = 2_000_000
+    ):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._timeout = busy_timeout
+        self._cache_rows = cache_rows
+        self._write_lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._indexes: OrderedDict[ScopeRef, ScopeIndex] = OrderedDict()
+        self._pin: EmbeddingPin | None = None
+        self._writer = self._connect()
+        migrate(self._writer)
+        self.capabilities = Capabilities(
+            backend="sqlite",
+            vector_search="exact-numpy",
+            full_text="fts5-bm25",
+            sources=frozenset({"facts"}),
+        )
+
+    # -- connections -------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._index_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                with self._index_lock:
+                    self._indexes.clear()
+                raise
+
+    def close(self) -> None:
+        with self._index_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self._indexes.clear()
+        self._writer.close()
+
+    # -- embedding pin and cache -------------------------------------------------------------
+    def embedding_pin(self) -> EmbeddingPin | None:
+        if self._pin is not None:
+            return self._pin
+        rows = dict(
+            self._reader()
+            .execute("SELECT key, value FROM store_meta WHERE key LIKE 'embedding_%'")
+            .fetchall()
+        )
+        if "embedding_model" not in rows:
+            return None
+        self._pin = EmbeddingPin(rows["embedding_model"], int(rows["embedding_dimension"]))
+        return self._pin
+
+    def pin_embedding(self, pin: EmbeddingPin) -> None:
+        with self._tx() as c:
+            rows = dict(c.execute("SELECT key, value FROM store_meta").fetchall())
+            if "embedding_model" in rows:
+                held = EmbeddingPin(rows["embedding_model"], int(rows["embedding_dimension"]))
+                if held != pin:
+                    raise Conflict(
+                        f"this store's vectors were made by {held.model_id} ({held.dimension}-d); "
+                        f"it cannot be opened with {pin.model_id} ({pin.dimension}-d) — "
+                        "re-index it or use the original model",
+                        code="embedding_model_mismatch",
+                        details={"stored": held.model_id, "requested": pin.model_id},
+                    )
+                return
+            c.executemany(
+                "INSERT INTO store_meta (key, value) VALUES (?, ?)",
+                [("embedding_model", pin.model_id), ("embedding_dimension", str(pin.dimension))],
+            )
+
+    def cached_embeddings(
+        self, tenant_id: str, model_id: str, keys: Sequence[str]
+    ) -> dict[str, Vector]:
+        out: dict[str, Vector] = {}
+        conn = self._reader()
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            part = unique[start : start + _CHUNK]
+            marks = ",".join("?" * len(part))
+            for key, blob in conn.execute(
+                f"SELECT key, vector FROM embeddings WHERE tenant_id = ? AND model = ?"
+                f" AND key IN ({marks})",
+                (tenant_id, model_id, *part),
+            ):
+                out[key] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    # -- writes ------------------------------------------------------------------------------
+    def insert(
+        self,
+        ref: ScopeRef,
+        memory: MemoryVersion,
+        vector: Vector | None,
+        embedding_key: str | None,
+        quota: int,
+    ) -> WriteResult:
+        with self._tx() as c:
+            live = memory.status in LIVE
+            if live:
+                dup = c.execute(
+                    f"SELECT {COLUMNS} FROM memory_versions WHERE tenant_id = ? AND scope = ?"
+                    f" AND owner = ? AND content_hash = ? AND is_current = 1 AND project IS ?"
+                    f" AND status IN ({','.join('?' * len(_LIVE))}) LIMIT 1",
+                    (
+                        ref.tenant_id,
+                        ref.scope.value,
+                        ref.owner,
+                        memory.content_hash,
+                        memory.project,
+                        *_LIVE,
+                    ),
+                ).fetchone()
+                if dup is not None:
+                    return WriteResult(to_record(dup), created=False)
+                count = self._live_count(c, ref)
+                if count >= quota:
+                    raise LimitExceeded(
+                        f"this scope owner already holds {count} live memories (quota {quota})",
+                        code="quota_exceeded",
+                        details={"quota": quota, "live": count},
+                    )
+            key = self._write_version(c, ref, memory, vector, embedding_key)
+            generation = self._bump(c, ref, 1 if live else 0)
+            self._cache_add(ref, generation, key, memory, None, vector)
+        return WriteResult(memory, created=True)
+
+    def append(
+        self,
+        ref: ScopeRef,
+        memory_id: str,
+        change: Change,
+        expected_version: int | None,
+        vector: Vector | None,
+        embedding_key: str | None,
+        now: datetime,
+        quota: int,
+    ) -> MemoryVersion:
+        with self._tx() as c:
+            return self._append(
+                c, ref, memory_id, change, expected_version, vector, embedding_key, now, quota
+            )
+
+    def supersede(
+        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+    ) -> MemoryVersion:
+        with self._tx() as c:
+            if self._current_row(c, ref, new_id) is None:
+                raise NotFound(f"no memory {new_id}", details={"id": new_id})
+            change = replace(
+                change,
+                status=Status.SUPERSEDED,
+                invalid_at=change.invalid_at if change.invalid_at is not None else now,
+                related_id=new_id,
+                relation=Relation.SUPERSEDED_BY,
+            )
+            return self._append(c, ref, old_id, change, None, None, None, now, 2**62)
+
+    def _append(
+        self,
+        c: sqlite3.Connection,
+        ref: ScopeRef,
+        memory_id: str,
+        change: Change,
+        expected_version: int | None,
+        vector: Vector | None,
+        embedding_key: str | None,
+        now: datetime,
+        quota: int,
+    ) -> MemoryVersion:
+        row = self._current_row(c, ref, memory_id)
+        if row is None:
+            raise NotFound(f"no memory {memory_id}", details={"id": memory_id})
+        current = to_record(row)
+        check_expected(current, expected_version)
+        new = next_version(current, change, now)
+        was_live, is_live = current.status in LIVE, new.status in LIVE
+        if is_live and not was_live:
+            count = self._live_count(c, ref)
+            if count >= quota:
+                raise LimitExceeded(
+                    f"this scope owner already holds {count} live memories (quota {quota})",
+                    code="quota_exceeded",
+                    details={"quota": quota, "live": count},
+                )
+        end = valid_to(current, new)
+        c.execute(
+            "UPDATE memory_versions SET is_current = 0, valid_to = ? WHERE key = ?",
+            (to_micros_opt(end), row["key"]),
+        )
+        c.execute("UPDATE memory_fts SET cur = 'c0' WHERE rowid = ?", (row["key"],))
+        c.execute("DELETE FROM memory_aliases WHERE key = ?", (row["key"],))
+        if new.text == current.text:
+            embedding_key = row["embedding_key"]
+            vector = None
+        key = self._write_version(c, ref, new, vector, embedding_key)
+        generation = self._bump(c, ref, int(is_live) - int(was_live))
+        self._cache_retire(ref, row["key"], end)
+        self._cache_add(ref, generation, key, new, row["key"], vector)
+        return new
+
+    def _write_version(
+        self,
+        c: sqlite3.Connection,
+        ref: ScopeRef,
+        memory: MemoryVersion,
+        vector: Vector | None,
+        embedding_key: str | None,
+    ) -> int:
+        if vector is not None and embedding_key is not None and memory.embedding_model:
+            c.execute(
+                "INSERT OR IGNORE INTO embeddings (tenant_id, model, key, vector) VALUES (?, ?, ?, ?)",
+                (
+                    ref.tenant_id,
+                    memory.embedding_model,
+                    embedding_key,
+                    np.asarray(vector, dtype=np.float32).tobytes(),
+                ),
+            )
+        cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key))
+        key = cursor.lastrowid
+        assert key is not None
+        body = "\n".join((memory.text, *memory.aliases))
+        c.execute(
+            "INSERT INTO memory_fts (rowid, body, sk, cur) VALUES (?, ?, ?, ?)",
+            (key, body, scope_token(ref), "c1" if memory.is_current else "c0"),
+        )
+        if memory.is_current:
+            c.executemany(
+                "INSERT OR IGNORE INTO memory_aliases (tenant_id, scope, owner, folded, key)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(ref.tenant_id, ref.scope.value, ref.owner, fold(a), key) for a in memory.aliases],
+            )
+        return key
+
+    def _bump(self, c: sqlite3.Connection, ref: ScopeRef, live_delta: int) -> int:
+        row = c.execute(
+            "INSERT INTO scope_state (tenant_id, scope, owner, live_count, generation)"
+            " VALUES (?, ?, ?, ?, 1) ON CONFLICT (tenant_id, scope, owner) DO UPDATE SET"
+            " live_count = live_count + excluded.live_count, generation = generation + 1"
+            " RETURNING generation",
+            (ref.tenant_id, ref.scope.value, ref.owner, live_delta),
+        ).fetchone()
+        return int(row[0])
+
+    def _live_count(self, c: sqlite3.Connection, ref: ScopeRef) -> int:
+        row = c.execute(
+            "SELECT live_count FROM scope_state WHERE tenant_id = ? AND scope = ? AND owner = ?",
+            (ref.tenant_id, ref.scope.value, ref.owner),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _current_row(
+        self, c: sqlite3.Connection, ref: ScopeRef, memory_id: str
+    ) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = c.execute(
+            f"SELECT {COLUMNS}, embedding_key FROM memory_versions WHERE tenant_id = ? AND id = ?"
+            " AND is_current = 1 AND scope = ? AND owner = ?",
+            (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
+        ).fetchone()
+        return row
+
+    def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
+        families: dict[tuple[str, str], list[tuple[MemoryVersion, Vector | None]]] = {}
+        for memory, vector in items:
+            families.setdefault((memory.tenant_id, memory.id), []).append((memory, vector))
+        written = 0
+        with self._tx() as c:
+            for versions in families.values():
+                versions.sort(key=lambda mv: mv[0].version)
+                for i, (memory, vector) in enumerate(versions):
+                    exists = c.execute(
+                        "SELECT 1 FROM memory_versions WHERE tenant_id = ? AND id = ? AND version = ?",
+                        (memory.tenant_id, memory.id, memory.version),
+                    ).fetchone()
+                    if exists:
+                        continue
+                    ref = ScopeRef(memory.tenant_id, memory.scope, memory.owner)
+                    key_text = text_embedding_key(memory.text) if vector is not None else None
+                    key = self._write_version(c, ref, memory, vector, key_text)
+                    successor = versions[i + 1][0] if i + 1 < len(versions) else None
+                    end = valid_to(memory, successor) if successor else memory.invalid_at
+                    c.execute(
+                        "UPDATE memory_versions SET valid_to = ? WHERE key = ?",
+                        (to_micros_opt(end), key),
+                    )
+                    live = int(memory.is_current and memory.status in LIVE)
+                    self._bump(c, ref, live)
+                    written += 1
+            with self._index_lock:
+                self._indexes.clear()
+        return written
+
+    def missing_vectors(self, limit: int) -> list[tuple[int, str, str]]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT key, tenant_id, text FROM memory_versions WHERE embedding_key IS NULL"
+                " AND is_current = 1 ORDER BY key LIMIT ?",
+                (limit,),
+            )
+            .fetchall()
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def attach_vectors(self, model_id: str, items: Sequence[tuple[int, str, Vector]]) -> None:
+        with self._tx() as c:
+            for key, emb_key, vector in items:
+                row = c.execute(
+                    "SELECT tenant_id, scope, owner FROM memory_versions WHERE key = ?", (key,)
+                ).fetchone()
+                if row is None:
+                    continue
+                c.execute(
+                    "INSERT OR IGNORE INTO embeddings (tenant_id, model, key, vector)"
+                    " VALUES (?, ?, ?, ?)",
+                    (row[0], model_id, emb_key, np.asarray(vector, dtype=np.float32).tobytes()),
+                )
+                c.execute(
+                    "UPDATE memory_versions SET embedding_key = ?, embedding_model = ? WHERE key = ?",
+                    (emb_key, model_id, key),
+                )
+                ref = ScopeRef(row[0], row[1], row[2])
+                with self._index_lock:
+                    index = self._indexes.get(ref)
+                if index is not None:
+                    index.set_vector(key, vector)
+
+    # -- cache upkeep ------------------------------------------------------------------------
+    def _cache_add(
+        self,
+        ref: ScopeRef,
+        generation: int,
+        key: int,
+        memory: MemoryVersion,
+        previous_key: int | None,
+        vector: Vector | None,
+    ) -> None:
+        with self._index_lock:
+            index = self._indexes.get(ref)
+        if index is None:
+            return
+        with index.lock:
+            if index.generation != generation - 1:
+                with self._index_lock:
+                    self._indexes.pop(ref, None)
+                return
+            if vector is None and previous_key is not None:
+                vector = index.vector_of(previous_key)
+            index.add(_row(key, memory, memory.invalid_at), vector)
+            index.generation = generation
+
+    def _cache_retire(self, ref: ScopeRef, key: int, end: datetime | None) -> None:
+        with self._index_lock:
+            index = self._indexes.get(ref)
+        if index is not None:
+            index.retire(key, to_micros_opt(end))
+
+    def _index(self, ref: ScopeRef) -> ScopeIndex | None:
+        pin = self.embedding_pin()
+        conn = self._reader()
+        row = conn.execute(
+            "SELECT generation FROM scope_state WHERE tenant_id = ? AND scope = ? AND owner = ?",
+            (ref.tenant_id, ref.scope.value, ref.owner),
+        ).fetchone()
+        generation = int(row[0]) if row else 0
+        with self._index_lock:
+            index = self._indexes.get(ref)
+            if index is not None and index.generation >= generation:
+                self._indexes.move_to_end(ref)
+                return index
+            if pin is None:
+                return None
+            index = self._build(conn, ref, pin, generation)
+            self._indexes[ref] = index
+            self._evict()
+            return index
+
+    def _build(
+        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin, generation: int
+    ) -> ScopeIndex:
+        index = ScopeIndex(pin.dimension, generation)
+        rows = conn.execute(
+            "SELECT v.key, v.id, v.version, v.is_current, v.status, v.valid_at, v.valid_to,"
+            " v.observed_at, v.kind, v.source, v.confidence, v.project, e.vector"
+            " FROM memory_versions v LEFT JOIN embeddings e ON e.tenant_id = v.tenant_id"
+            " AND e.model = ? AND e.key = v.embedding_key"
+            " WHERE v.tenant_id = ? AND v.scope = ? AND v.owner = ? ORDER BY v.key",
+            (pin.model_id, ref.tenant_id, ref.scope.value, ref.owner),
+        )
+        for r in rows:
+            vector = None if r[12] is None else np.frombuffer(r[12], dtype=np.float32)
+            index.add(
+                Row(
+                    r[0],
+                    r[1],
+                    r[2],
+                    bool(r[3]),
+                    Status(r[4]),
+                    r[5],
+                    r[6],
+                    r[7],
+                    r[8],
+                    r[9],
+                    r[10],
+                    r[11],
+                ),
+                vector,
+            )
+        return index
+
+    def _evict(self) -> None:
+        total = sum(len(i) for i in self._indexes.values())
+        while total > self._cache_rows and len(self._indexes) > 1:
+            _, dropped = self._indexes.popitem(last=False)
+            total -= len(dropped)
+
+    # -- reads -------------------------------------------------------------------------------
+    def locate(self, tenant_id: str, memory_id: str) -> ScopeRef | None:
+        row = self._reader().execute(
+            "SELECT scope, owner FROM memory_versions WHERE tenant_id = ? AND id = ?"
+            " AND is_current = 1",
+            (tenant_id, memory_id),
+        ).fetchone()
+        return None if row is None else ScopeRef(tenant_id, Scope(row[0]), row[1])
+
+    def get(self, ref: ScopeRef, memory_id: str) -> MemoryVersion | None:
+        row = self._current_row(self._reader(), ref, memory_id)
+        return None if row is None else to_record(row)
+
+    def history(self, ref: ScopeRef, memory_id: str) -> list[MemoryVersion]:
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT {COLUMNS} FROM memory_versions WHERE tenant_id = ? AND id = ? AND scope = ?"
+                " AND owner = ? ORDER BY version",
+                (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
+            )
+            .fetchall()
+        )
+        return [to_record(r) for r in rows]
+
+    def count_live(self, ref: ScopeRef) -> int:
+        return self._live_count(self._reader(), ref)
+
+    def list(self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int) -> Page:
+        where, params = _list_where(ref, filters)
+        if cursor is not None:
+            where.append("(recorded_at < ? OR (recorded_at = ? AND id < ?))")
+            at = int(cursor.recorded_at)
+            params += [at, at, cursor.id]
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT {COLUMNS} FROM memory_versions WHERE {' AND '.join(where)}"
+                " ORDER BY recorded_at DESC, id DESC LIMIT ?",
+                (*params, limit + 1),
+            )
+            .fetchall()
+        )
+        items = [to_record(r) for r in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            last = items[-1]
+            next_cursor = Cursor(str(to_micros(last.recorded_at)), last.id).encode()
+        return Page(items, next_cursor)
+
+    def vector_candidates(
+        self, ref: ScopeRef, vector: Vector, filters: Filters, limit: int
+    ) -> tuple[list[Candidate], SearchInfo]:
+        index = self._index(ref)
+        if index is None:
+            return [], SearchInfo("exact-numpy", 0)
+        found, scanned = index.search(vector, filters, limit, _now_micros())
+        return found, SearchInfo("exact-numpy", scanned)
+
+    def text_candidates(
+        self, ref: ScopeRef, terms: Sequence[str], filters: Filters, limit: int
+    ) -> tuple[list[Candidate], SearchInfo]:
+        if not terms:
+            return [], SearchInfo("fts5-bm25", 0)
+        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        match = f"sk:{scope_token(ref)} AND "
+        if filters.as_of is None:
+            match += "cur:c1 AND "
+        match += f"body:({quoted})"
+        conn = self._reader()
+        index = self._index(ref)
+        out: list[Candidate] = []
+        fetch = max(limit * 2, 20)
+        seen = 0
+        while True:
+            rows = conn.execute(
+                "SELECT rowid, bm25(memory_fts, 1.0, 0.0, 0.0) FROM memory_fts"
+                " WHERE memory_fts MATCH ? ORDER BY bm25(memory_fts, 1.0, 0.0, 0.0), rowid"
+                " LIMIT ? OFFSET ?",
+                (match, fetch, seen),
+            ).fetchall()
+            keys = [int(r[0]) for r in rows]
+            allowed = (
+                index.allowed(keys, filters, _now_micros())
+                if index is not None
+                else self._allowed_sql(keys, ref, filters)
+            )
+            out.extend(Candidate(int(r[0]), -float(r[1])) for r in rows if int(r[0]) in allowed)
+            seen += len(rows)
+            if len(out) >= limit or len(rows) < fetch:
+                break
+            fetch *= 4
+        return out[:limit], SearchInfo("fts5-bm25", seen)
+
+    def _allowed_sql(self, keys: list[int], ref: ScopeRef, filters: Filters) -> set[int]:
+        if not keys:
+            return set()
+        loaded = self.load(keys)
+        now = datetime.now(UTC)
+        allowed = set()
+        for key, m in loaded.items():
+            end = m.invalid_at
+            if filters.as_of is None and (
+                not m.is_current or m.valid_at > now or (end is not None and now >= end)
+            ):
+                continue
+            if filters.accepts(m):
+                allowed.add(key)
+        return allowed
+
+    def exact_candidates(
+        self, ref: ScopeRef, folded: str, content_hash: str
+    ) -> list[tuple[int, str]]:
+        conn = self._reader()
+        params = (ref.tenant_id, ref.scope.value, ref.owner)
+        out = [
+            (int(r[0]), "alias")
+            for r in conn.execute(
+                "SELECT key FROM memory_aliases WHERE tenant_id = ? AND scope = ? AND owner = ?"
+                " AND folded = ? ORDER BY key",
+                (*params, folded),
+            )
+        ]
+        out += [
+            (int(r[0]), "text")
+            for r in conn.execute(
+                "SELECT key FROM memory_versions WHERE tenant_id = ? AND scope = ? AND owner = ?"
+                " AND content_hash = ? AND is_current = 1 ORDER BY key",
+                (*params, content_hash),
+            )
+        ]
+        return out
+
+    def load(self, keys: Sequence[int]) -> dict[int, MemoryVersion]:
+        out: dict[int, MemoryVersion] = {}
+        conn = self._reader()
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            part = unique[start : start + _CHUNK]
+            marks = ",".join("?" * len(part))
+            for r in conn.execute(
+                f"SELECT {COLUMNS} FROM memory_versions WHERE key IN ({marks})", part
+            ):
+                out[int(r["key"])] = to_record(r)
+        return out
+
+    def export_versions(
+        self, tenant_id: str | None
+    ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
+        conn = self._connect()
+        try:
+            where, params = ("WHERE v.tenant_id = ?", (tenant_id,)) if tenant_id else ("", ())
+            cols = ", ".join(f"v.{c.strip()}" for c in COLUMNS.split(","))
+            for r in conn.execute(
+                f"SELECT {cols}, e.vector FROM memory_versions v LEFT JOIN embeddings e"
+                " ON e.tenant_id = v.tenant_id AND e.model = v.embedding_model"
+                f" AND e.key = v.embedding_key {where} ORDER BY v.tenant_id, v.id, v.version",
+                params,
+            ):
+                blob = r["vector"]
+                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32).copy()
+                yield to_record(r), vector
+        finally:
+            conn.close()
+
+
+def scope_token(ref: ScopeRef) -> str:
+    """One full-text token naming a scope partition (hex, so no tokenizer splits it)."""
+    raw = f"{ref.tenant_id}\x1f{ref.scope.value}\x1f{ref.owner}".encode()
+    return "s" + hashlib.sha256(raw).hexdigest()[:24]
+
+
+def _row(key: int, m: MemoryVersion, end: datetime | None) -> Row:
+    return Row(
+        key=key,
+        family=m.id,
+        version=m.version,
+        is_current=m.is_current,
+        status=m.status,
+        valid_at=to_micros(m.valid_at),
+        valid_to=to_micros_opt(end),
+        observed_at=to_micros_opt(m.observed_at),
+        kind=m.kind,
+        source=m.source,
+        confidence=m.confidence,
+        project=m.project,
+    )
+
+
+def _now_micros() -> int:
+    return to_micros(datetime.now(UTC))
+
+
+def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
+    where = ["tenant_id = ?", "scope = ?", "owner = ?"]
+    params: list[object] = [ref.tenant_id, ref.scope.value, ref.owner]
+    if f.as_of is None:
+        now = _now_micros()
+        statuses = [s.value for s in f.statuses]
+        where += [
+            "is_current = 1",
+            f"status IN ({','.join('?' * len(statuses))})",
+            "valid_at <= ?",
+            "(invalid_at IS NULL OR invalid_at > ?)",
+        ]
+        params += [*statuses, now, now]
+    else:
+        at = to_micros(f.as_of)
+        where += [
+            "valid_at <= ?",
+            f"COALESCE(valid_to, {FOREVER}) > ?",
+            f"status NOT IN ({','.join('?' * len(_HIDDEN))})",
+            "id NOT IN (SELECT id FROM memory_versions h WHERE h.tenant_id = ? AND h.scope = ?"
+            f" AND h.owner = ? AND h.is_current = 1 AND h.status IN ({','.join('?' * len(_HIDDEN))}))",
+        ]
+        params += [at, at, *_HIDDEN, ref.tenant_id, ref.scope.value, ref.owner, *_HIDDEN]
+    if f.project is None:
+        where.append("project IS NULL")
+    else:
+        where.append("(project IS NULL OR project = ?)")
+        params.append(f.project)
+    if f.kinds:
+        where.append(f"kind IN ({','.join('?' * len(f.kinds))})")
+        params += sorted(k.value for k in f.kinds)
+    if f.sources:
+        where.append(f"source IN ({','.join('?' * len(f.sources))})")
+        params += sorted(s.value for s in f.sources)
+    if f.min_confidence is not None:
+        where.append("confidence >= ?")
+        params.append(f.min_confidence)
+    if f.observed_after is not None:
+        where.append("observed_at >= ?")
+        params.append(to_micros(f.observed_after))
+    if f.observed_before is not None:
+        where.append("observed_at < ?")
+        params.append(to_micros(f.observed_before))
+    for tag in sorted(f.tags):
+        where.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
+        params.append(tag)
+    return where, params
+
+
+__all__ = ["SQLiteStore", "scope_token"]

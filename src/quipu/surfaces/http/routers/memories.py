@@ -1,0 +1,94 @@
+"""/v1/memories: remember, list, get, revise or change status, forget, history, supersede."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from quipu.core.records import Principal
+from quipu.errors import InvalidInput
+from quipu.service import MemoryService
+from quipu.surfaces.http.deps import principal, service
+from quipu.surfaces.http.schemas import PatchBody, RememberBody, SupersedeBody
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+Svc = Annotated[MemoryService, Depends(service)]
+Who = Annotated[Principal, Depends(principal)]
+
+
+@router.post("", status_code=201, summary="Remember a memory")
+def remember(body: RememberBody, svc: Svc, who: Who, response: Response) -> dict[str, Any]:
+    result = svc.remember(who, **body.model_dump())
+    if not result.created:
+        response.status_code = 200
+    return {"memory": result.memory.to_dict(), "created": result.created}
+
+
+@router.get("", summary="List memories in one scope")
+def list_memories(
+    svc: Svc,
+    who: Who,
+    scope: str = "agent",
+    cursor: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    as_of: datetime | None = None,
+    observed_after: datetime | None = None,
+    observed_before: datetime | None = None,
+    kinds: Annotated[list[str] | None, Query()] = None,
+    tags: Annotated[list[str] | None, Query()] = None,
+    sources: Annotated[list[str] | None, Query()] = None,
+    min_confidence: float | None = None,
+    project: str | None = None,
+    statuses: Annotated[list[str] | None, Query()] = None,
+) -> dict[str, Any]:
+    page = svc.list(
+        who, scope=scope, cursor=cursor, limit=limit, as_of=as_of, observed_after=observed_after,
+        observed_before=observed_before, kinds=kinds, tags=tags, sources=sources,
+        min_confidence=min_confidence, project=project, statuses=statuses,
+    )
+    return {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}
+
+
+@router.get("/{memory_id}", summary="Get a memory's current version")
+def get_memory(memory_id: str, svc: Svc, who: Who) -> dict[str, Any]:
+    return svc.get(who, memory_id).to_dict()
+
+
+@router.patch("/{memory_id}", summary="Revise a memory's text or move its status")
+def patch_memory(memory_id: str, body: PatchBody, svc: Svc, who: Who) -> dict[str, Any]:
+    if (body.text is None) == (body.status is None):
+        raise InvalidInput("send exactly one of text or status", code="invalid_patch")
+    if body.text is not None:
+        memory = svc.revise(
+            who, memory_id, body.text, expected_version=body.expected_version,
+            reason=body.reason, valid_at=body.valid_at,
+        )
+    else:
+        memory = svc.set_status(
+            who, memory_id, body.status, expected_version=body.expected_version,
+            reason=body.reason,
+        )
+    return memory.to_dict()
+
+
+@router.delete("/{memory_id}", summary="Forget a memory (logical; history keeps it)")
+def forget_memory(
+    memory_id: str,
+    svc: Svc,
+    who: Who,
+    reason: str | None = None,
+    expected_version: int | None = None,
+) -> dict[str, Any]:
+    return svc.forget(who, memory_id, reason=reason, expected_version=expected_version).to_dict()
+
+
+@router.get("/{memory_id}/history", summary="Every version of a memory")
+def history(memory_id: str, svc: Svc, who: Who) -> dict[str, Any]:
+    return {"versions": [v.to_dict() for v in svc.history(who, memory_id)]}
+
+
+@router.post("/{memory_id}/supersede", summary="Mark a memory superseded by another")
+def supersede(memory_id: str, body: SupersedeBody, svc: Svc, who: Who) -> dict[str, Any]:
+    return svc.supersede(who, memory_id, body.new_id, reason=body.reason).to_dict()

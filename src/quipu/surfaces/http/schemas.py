@@ -1,0 +1,68 @@
+"""Request bodies of the HTTP API. Unknown fields are rejected (422), so a caller can never
+smuggle a tenant, owner or subject in a body (SCOPE-2)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RememberBody(Body):
+    text: str = Field(description="What to remember (secrets are refused).")
+    scope: str = Field("agent", description="agent, user, agent_user, tenant or global.")
+    kind: str = Field("fact", description="fact, preference, decision, procedure, episode, ...")
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    aliases: list[str] = Field(default_factory=list)
+    project: str | None = None
+    confidence: float = 1.0
+    source: str = "explicit"
+    observed_at: datetime | None = None
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    session_id: str | None = None
+    run_id: str | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+    quote: str | None = None
+
+
+class FilterFields(Body):
+    as_of: datetime | None = None
+    observed_after: datetime | None = None
+    observed_before: datetime | None = None
+    kinds: list[str] | None = None
+    tags: list[str] | None = None
+    sources: list[str] | None = None
+    min_confidence: float | None = None
+    project: str | None = None
+    statuses: list[str] | None = None
+
+    def filters(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in FilterFields.model_fields}
+
+
+class RecallBody(FilterFields):
+    query: Any = Field(description="The question, at most max_query_chars characters.")
+    scope: str = "agent"
+    k: int | None = Field(None, description="How many results (default_k when absent).")
+    planes: list[str] | None = Field(None, description="Which planes to read (RECALL-8).")
+
+
+class PatchBody(Body):
+    text: str | None = Field(None, description="New text: writes a revised version.")
+    status: str | None = Field(None, description="New status: moves the lifecycle (LIFE-1).")
+    expected_version: int | None = Field(None, description="The version you expect to replace.")
+    reason: str | None = None
+    valid_at: datetime | None = None
+
+
+class SupersedeBody(Body):
+    new_id: str
+    reason: str | None = None
