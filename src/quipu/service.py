@@ -32,7 +32,6 @@ from quipu.core.versions import Change
 from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable, InvalidInput, NotFound
 from quipu.retrieval.fusion import rrf
-from quipu.retrieval.terms import query_terms
 from quipu.safety import find_secrets, looks_like_injection, secret_error
 from quipu.settings import Settings
 from quipu.storage.base import EmbeddingPin, Store, Vector
@@ -119,7 +118,11 @@ class MemoryService:
         invalid = validate.instant(invalid_at, field="invalid_at")
         if invalid is not None and invalid <= valid:
             raise InvalidInput("invalid_at must be later than valid_at", code="invalid_time")
-        quote_v = None if quote is None else validate.text(quote, max_bytes=lim.max_text_bytes, field="quote")
+        quote_v = (
+            None
+            if quote is None
+            else validate.text(quote, max_bytes=lim.max_text_bytes, field="quote")
+        )
         provenance = Provenance(
             surface=principal.surface,
             key_id=principal.key_id,
@@ -164,7 +167,10 @@ class MemoryService:
         if vector is not None and self.embedder is not None:
             memory = _with_model(memory, self.embedder.model_id)
         return self.store.insert(
-            ref, memory, vector, embedding_key(body) if vector is not None else None,
+            ref,
+            memory,
+            vector,
+            embedding_key(body) if vector is not None else None,
             lim.quota_per_owner,
         )
 
@@ -191,11 +197,18 @@ class MemoryService:
             text=body,
             valid_at=validate.instant(valid_at, field="valid_at"),
             status=Status.QUARANTINED if looks_like_injection(body) else None,
-            embedding_model=self.embedder.model_id if vector is not None and self.embedder else None,
+            embedding_model=self.embedder.model_id
+            if vector is not None and self.embedder
+            else None,
         )
         return self.store.append(
-            ref, memory_id, change, expected_version, vector,
-            embedding_key(body) if vector is not None else None, self._clock(),
+            ref,
+            memory_id,
+            change,
+            expected_version,
+            vector,
+            embedding_key(body) if vector is not None else None,
+            self._clock(),
             self.limits.quota_per_owner,
         )
 
@@ -228,8 +241,13 @@ class MemoryService:
     ) -> MemoryVersion:
         """Logical delete: append an ``unavailable`` version (LIFE-3)."""
         return self.set_status(
-            principal, memory_id, Status.UNAVAILABLE, reason=reason,
-            expected_version=expected_version, scope=scope, relation=Relation.FORGETS,
+            principal,
+            memory_id,
+            Status.UNAVAILABLE,
+            reason=reason,
+            expected_version=expected_version,
+            scope=scope,
+            relation=Relation.FORGETS,
         )
 
     def set_status(
@@ -251,16 +269,27 @@ class MemoryService:
         )
         if target is Status.EXPIRED:
             change = Change(
-                actor=principal.key_id, relation=relation, reason=_reason(reason),
-                status=target, invalid_at=self._clock(),
+                actor=principal.key_id,
+                relation=relation,
+                reason=_reason(reason),
+                status=target,
+                invalid_at=self._clock(),
             )
         return self.store.append(
-            ref, memory_id, change, expected_version, None, None, self._clock(),
+            ref,
+            memory_id,
+            change,
+            expected_version,
+            None,
+            None,
+            self._clock(),
             self.limits.quota_per_owner,
         )
 
     # -- reads -------------------------------------------------------------------------------
-    def get(self, principal: Principal, memory_id: str, *, scope: str | None = None) -> MemoryVersion:
+    def get(
+        self, principal: Principal, memory_id: str, *, scope: str | None = None
+    ) -> MemoryVersion:
         ref = self._authorise(principal, memory_id, scope)
         memory = self.store.get(ref, memory_id)
         if memory is None or memory.status in (Status.UNAVAILABLE, Status.QUARANTINED):
@@ -276,23 +305,6 @@ class MemoryService:
         if not versions:
             raise _not_found(memory_id)
         return versions
-
-    def list(
-        self,
-        principal: Principal,
-        *,
-        scope: str = "agent",
-        cursor: str | None = None,
-        limit: int | None = None,
-        **filters: Any,
-    ) -> Page:
-        ref = resolve_scope(principal, scope)
-        size = validate.bounded_int(
-            self.limits.max_page if limit is None else limit,
-            field="limit", low=1, high=self.limits.max_page,
-        )
-        at = None if cursor is None else Cursor.decode(cursor)
-        return self.store.list(ref, self._filters(**filters), at, size)
 
     def recall(
         self,
@@ -324,7 +336,7 @@ class MemoryService:
             paths["semantic"] = info.path
         timings["vector_ms"] = _ms(mark)
         mark = time.perf_counter()
-        lists["text"], info = self.store.text_candidates(ref, query_terms(text), flt, depth)
+        lists["text"], info = self.store.text_candidates(ref, text, flt, depth)
         paths["text"] = info.path
         timings["text_ms"] = _ms(mark)
 
@@ -340,7 +352,10 @@ class MemoryService:
         timings["total_ms"] = _ms(started)
 
         top_semantic = lists.get("semantic", [])[:1]
-        if any(label in ("alias", "text") for h in hits for label in h.matched if h.rank <= 3) and exact:
+        if (
+            any(label in ("alias", "text") for h in hits for label in h.matched if h.rank <= 3)
+            and exact
+        ):
             safety = "exists"
         elif top_semantic and top_semantic[0].score >= PROBABLE_DUPLICATE:
             safety = "probable"
@@ -373,7 +388,8 @@ class MemoryService:
         pin = self.store.embedding_pin()
 
         def checked() -> Iterator[tuple[MemoryVersion, Vector | None]]:
-            for memory, vector in items:
+            for row, row_vector in items:
+                memory, vector = row, row_vector
                 if memory.tenant_id != principal.tenant_id:
                     raise InvalidInput(
                         "an import holds rows of another tenant",
@@ -469,7 +485,9 @@ class MemoryService:
         labels: dict[int, list[str]] = {}
         for key, label in exact:
             labels.setdefault(key, []).append(label)
-        order = [(key, 1.0 + 1.0 / (1 + i), ()) for i, key in enumerate(labels)]
+        order: list[tuple[int, float, tuple[str, ...]]] = [
+            (key, 1.0 + 1.0 / (1 + i), ()) for i, key in enumerate(labels)
+        ]
         order += [(key, score, found) for key, score, found in fused if key not in labels]
         loaded = self.store.load([key for key, _, _ in order[: size * 3 + len(labels)]])
         if len(loaded) < min(len(order), size * 3):
@@ -493,7 +511,13 @@ class MemoryService:
     def _live_duplicate(self, ref: ScopeRef, memory: MemoryVersion) -> MemoryVersion | None:
         if memory.status is not Status.ACTIVE:
             return None
-        keys = [key for key, label in self.store.exact_candidates(ref, fold(memory.text), memory.content_hash) if label == "text"]
+        keys = [
+            key
+            for key, label in self.store.exact_candidates(
+                ref, fold(memory.text), memory.content_hash
+            )
+            if label == "text"
+        ]
         for candidate in self.store.load(keys).values():
             if candidate.project == memory.project and candidate.status is Status.ACTIVE:
                 return candidate
@@ -509,9 +533,10 @@ class MemoryService:
         if key in cached:
             return cached[key]
         try:
-            return self.embedder.embed_batch([body])[0]
+            vector: Vector = self.embedder.embed_batch([body])[0]
         except EmbeddingUnavailable:
             return None
+        return vector
 
     def _embed_query(
         self, text: str, timings: dict[str, float]
@@ -546,6 +571,26 @@ class MemoryService:
                 error.details["field"] = name
                 raise error
 
+    # ``list`` last: below it, the name would shadow the builtin in annotations.
+    def list(
+        self,
+        principal: Principal,
+        *,
+        scope: str = "agent",
+        cursor: str | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> Page:
+        ref = resolve_scope(principal, scope)
+        size = validate.bounded_int(
+            self.limits.max_page if limit is None else limit,
+            field="limit",
+            low=1,
+            high=self.limits.max_page,
+        )
+        at = None if cursor is None else Cursor.decode(cursor)
+        return self.store.list_page(ref, self._filters(**filters), at, size)
+
 
 def _flatten(value: Any) -> str:
     if isinstance(value, dict):
@@ -556,10 +601,10 @@ def _flatten(value: Any) -> str:
 
 
 def _current_and_valid(memory: MemoryVersion, now: datetime) -> bool:
-    return (
-        memory.is_current
-        and memory.valid_at <= now
-        and (memory.invalid_at is None or now < memory.invalid_at)
+    if not memory.is_current:
+        return False
+    return memory.status is not Status.ACTIVE or (
+        memory.valid_at <= now and (memory.invalid_at is None or now < memory.invalid_at)
     )
 
 
@@ -573,7 +618,9 @@ def _reason(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > 1000 or "\x00" in value:
-        raise InvalidInput("reason must be a string of at most 1000 characters", code="invalid_reason")
+        raise InvalidInput(
+            "reason must be a string of at most 1000 characters", code="invalid_reason"
+        )
     return value
 
 

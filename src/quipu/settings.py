@@ -26,7 +26,8 @@ class Settings(BaseModel):
         "`openai` (any OpenAI-compatible /v1/embeddings endpoint) or `none` (full text only).",
     )
     embedding_base_url: str | None = Field(
-        None, description="Base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1."
+        None,
+        description="Base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1.",
     )
     embedding_model: str | None = Field(None, description="Model name sent to that endpoint.")
     embedding_api_key: str | None = Field(

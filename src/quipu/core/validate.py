@@ -22,12 +22,18 @@ MAX_ID_CHARS = 128
 
 def text(value: object, *, max_bytes: int, field: str = "text") -> str:
     if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be a string", code="invalid_text", details={"field": field})
+        raise InvalidInput(
+            f"{field} must be a string", code="invalid_text", details={"field": field}
+        )
     if not value.strip():
-        raise InvalidInput(f"{field} must not be blank", code="invalid_text", details={"field": field})
+        raise InvalidInput(
+            f"{field} must not be blank", code="invalid_text", details={"field": field}
+        )
     if "\x00" in value:
         raise InvalidInput(
-            f"{field} must not contain NUL characters", code="invalid_text", details={"field": field}
+            f"{field} must not contain NUL characters",
+            code="invalid_text",
+            details={"field": field},
         )
     try:
         size = len(value.encode("utf-8"))
@@ -101,9 +107,7 @@ def metadata(value: object, *, max_bytes: int) -> dict[str, Any]:
     try:
         raw = json.dumps(value, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(
-            f"metadata must be plain JSON: {exc}", code="invalid_metadata"
-        ) from None
+        raise InvalidInput(f"metadata must be plain JSON: {exc}", code="invalid_metadata") from None
     if len(raw.encode("utf-8", "surrogatepass")) > max_bytes:
         raise InvalidInput(
             f"metadata is larger than {max_bytes} bytes",
@@ -125,7 +129,7 @@ def confidence(value: object) -> float:
 
 def enum(kind: type[E], value: object, *, field: str) -> E:
     try:
-        return kind(value)
+        return kind(str(value)) if isinstance(value, str) else kind(value)  # type: ignore[arg-type]
     except ValueError:
         allowed = ", ".join(m.value for m in kind)
         raise InvalidInput(
@@ -154,7 +158,9 @@ def instant(value: object, *, field: str) -> datetime | None:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             raise InvalidInput(
-                f"{field} must be an ISO-8601 date-time", code="invalid_time", details={"field": field}
+                f"{field} must be an ISO-8601 date-time",
+                code="invalid_time",
+                details={"field": field},
             ) from None
     if not isinstance(value, datetime):
         raise InvalidInput(

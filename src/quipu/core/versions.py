@@ -11,7 +11,8 @@ from quipu.core.records import Kind, MemoryVersion, Provenance, Relation, Status
 from quipu.core.text import content_hash
 from quipu.errors import Conflict
 
-_UNSET: Any = object()
+UNSET: Any = object()
+_UNSET = UNSET
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def next_version(current: MemoryVersion, change: Change, now: datetime) -> Memor
             code="illegal_transition",
             details={"from": current.status.value},
         )
-    status = current.status
+    status: Status = current.status
     if change.status is not None and change.status is not current.status:
         check_transition(current.status, change.status)
         status = change.status

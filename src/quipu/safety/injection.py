@@ -41,36 +41,40 @@ _W = r"[\s\-_]++"  # a gap between words; underscores and hyphens count as space
 _OPT_W = r"[\s\-_]*+"
 _WORD = r"[^\W_]++"
 
+# Phrases carry no leading word boundary: a match inside a word grows to the whole word,
+# so wrapping never changes what the text next to a wrapper looks like (idempotence).
 _PHRASES = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
         # ignore / disregard / forget previous instructions
-        r"\b(?:ignore|disregard|forget|override|bypass|skip|drop)"
+        r"(?:ignore|disregard|forget|override|bypass|skip|drop)"
         rf"(?:{_W}(?:all|any|every|of|the|your|my|these|those|everything|anything)){{0,3}}"
         rf"{_W}(?:previous|prior|above|earlier|preceding|former|original|initial|system|old)"
         rf"(?:{_W}{_WORD}){{0,2}}?"
-        rf"{_W}(?:instructions?|prompts?|rules|directions|directives|guidelines|messages|context)\b",
-        rf"\b(?:ignore|disregard|forget){_W}(?:everything|all|anything)"
+        rf"{_W}(?:instructions?|prompts?|rules|directions|directives|guidelines|messages"
+        r"|context)\b",
+        rf"(?:ignore|disregard|forget){_W}(?:everything|all|anything)"
         rf"{_W}(?:above|before|previously|said{_W}before|you{_W}(?:were|have{_W}been){_W}told)\b",
         # role reassignment
-        rf"\byou{_W}are{_W}now{_W}(?:a|an|the|in|my|no{_W}longer|free|dan|unrestricted"
+        rf"you{_W}are{_W}now{_W}(?:a|an|the|in|my|no{_W}longer|free|dan|unrestricted"
         r"|jailbroken|acting|going)\b",
-        rf"\bfrom{_W}now{_W}on,?{_W}you{_W}(?:are|will|must|shall)\b",
-        rf"\bpretend{_W}(?:to{_W}be|you{_W}are|that{_W}you)\b",
-        rf"\b(?:new|updated|revised|real|actual|additional){_W}instructions?{_OPT_W}:",
+        rf"from{_W}now{_W}on,?{_W}you{_W}(?:are|will|must|shall)\b",
+        rf"pretend{_W}(?:to{_W}be|you{_W}are|that{_W}you)\b",
+        rf"(?:new|updated|revised|real|actual|additional){_W}instructions?{_OPT_W}:",
         # system prompt probing
-        rf"\b(?:reveal|print|show|repeat|output|display|leak|dump|ignore|disregard|override"
+        rf"(?:reveal|print|show|repeat|output|display|leak|dump|ignore|disregard|override"
         rf"|change|replace|new|your){_W}(?:(?:the|your|my|original|full|entire|hidden){_W}){{0,2}}"
         rf"system{_W}prompt",
-        rf"\bsystem{_W}prompt{_OPT_W}:",
+        rf"system{_W}prompt{_OPT_W}:",
         # secrecy towards the user
-        rf"\b(?:do{_W}not|don'?t|never|without){_W}(?:tell|telling|inform|informing|notify"
+        rf"(?:do{_W}not|don'?t|never|without){_W}(?:tell|telling|inform|informing|notify"
         rf"|notifying|mention|mentioning|reveal|revealing|alert|alerting|let|letting)"
         rf"(?:{_W}(?:this|it|that|anything|to)){{0,2}}{_W}(?:the{_W})?user\b",
         # exfiltration
-        r"\b(?:send|post|upload|forward|exfiltrate|transmit|email|leak|submit|copy)\b"
+        r"(?:send|post|upload|forward|exfiltrate|transmit|email|leak|submit|copy)\b"
         r"[^\n]{0,80}?\b(?:to|at|into|via)\s+(?:https?://|ftp://|www\.)\S{1,200}",
-        r"!\[[^\]\n]{0,100}+\]\([ \t]{0,5}https?://[^)\s?]{1,300}+\?[^)\s=]{0,300}+=[^)\s]{0,300}+\)?",
+        r"!\[[^\]\n]{0,100}+\]\([ \t]{0,5}https?://[^)\s?]{1,300}+"
+        r"\?[^)\s=]{0,300}+=[^)\s]{0,300}+\)?",
     )
 )
 
@@ -79,8 +83,9 @@ _SYS_TAG = re.compile(r"<<(/?SYS)>>", re.IGNORECASE)
 _INST_TAG = re.compile(r"\[(/?INST)\]", re.IGNORECASE)
 _ROLE_TAG = re.compile(
     r"<([ \t]{0,5}/?[ \t]{0,5}(?:system|user|assistant|human|ai|model|tool|tools|function"
-    r"|function_calls|function_results|tool_call|tool_result|tool_use|instructions?|prompt|memory|memories"
-    r"|data|context|document|documents|search_results|quipu|admin|developer|im_start|im_end)"
+    r"|function_calls|function_results|tool_call|tool_result|tool_use|instructions?|prompt"
+    r"|memory|memories|data|context|document|documents|search_results|quipu|admin|developer"
+    r"|im_start|im_end)"
     r"\b[^<>\n]{0,200})>",
     re.IGNORECASE,
 )
@@ -118,21 +123,32 @@ def _defang_markers(text: str) -> str:
     return _ROLE_HEADER.sub(r"\1\\\2", text)
 
 
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 def _phrase_spans(text: str) -> list[tuple[int, int]]:
-    """Merged spans of injection phrasings, outside text already neutralised."""
+    """Merged spans of injection phrasings, grown to whole words, outside neutralised text."""
     probe = _probe(text)
     guarded = [(m.start(), m.end()) for m in _NEUTRALISED.finditer(text)]
     guarded_starts = [start for start, _ in guarded]
     spans = sorted((m.start(), m.end()) for p in _PHRASES for m in p.finditer(probe))
     merged: list[tuple[int, int]] = []
-    for start, end in spans:
-        i = bisect_left(guarded_starts, end)
-        if i > 0 and guarded[i - 1][1] > start:
+    for match_start, match_end in spans:
+        i = bisect_left(guarded_starts, match_end)
+        if i > 0 and guarded[i - 1][1] > match_start:
             continue
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
+        start, end = match_start, match_end
+        floor = merged[-1][1] if merged else 0
+        if merged and end <= floor:
+            continue
+        while start > floor and _is_word(text[start - 1]) and _is_word(text[start]):
+            start -= 1
+        if merged and start <= floor:
+            start = merged.pop()[0]
+        while end < len(text) and _is_word(text[end - 1]) and _is_word(text[end]):
+            end += 1
+        merged.append((start, end))
     return merged
 
 

@@ -3,15 +3,15 @@
 ``find_secrets`` returns the credential-like spans of a text; write paths refuse such text
 with ``secret_error``; extracted and promoted text goes through ``scrub_secrets`` instead.
 
-Every pattern starts behind a lookbehind that excludes the characters it then scans, and
-scans with bounded or possessive quantifiers, so a match attempt only walks its own run of
-token characters: the scan stays linear in the length of the text.
+Patterns either start behind a lookbehind that excludes the characters they then scan
+(with possessive quantifiers), or scan a bounded distance: no match attempt backtracks
+or walks far, so the scan stays linear in the length of the text.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -164,16 +164,18 @@ _SPECIFIC = (
 _PRIVATE_KEY_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PRIVATE_KEY_BODY = re.compile(r"(?:\s{0,4}[A-Za-z0-9+/=]{16,}+)*+")
 _PRIVATE_KEY_MAX = 64_000
+_RESCANS = 3
 
-# Context rules: the value is a secret because of what names it.
+# Context rules: the value is a secret because of what names it. Values are captured in a
+# lookahead so that a value can itself start the next match.
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_\-.])(?P<key>[A-Za-z0-9_\-.]{1,60}+)[\"']?"
+    r"(?P<key>[A-Za-z0-9_\-.]{1,60}+)[\"']?"
     r"[ \t]{0,3}(?P<op>:=|=>|[:=])[ \t]{0,3}"
-    r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"',;]{1,200}+))"
+    r"(?=\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"',;]{1,200}+))"
 )
 _PASSWORD_IS = re.compile(
     r"(?<![A-Za-z0-9_])(?:password|passcode|passphrase|passwd|pin)[ \t]{1,3}(?:is|was)[ \t]{1,3}"
-    r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))",
+    r"(?=\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))",
     re.IGNORECASE,
 )
 _BEARER = re.compile(
@@ -182,7 +184,8 @@ _BEARER = re.compile(
     re.IGNORECASE,
 )
 _URL_CREDENTIAL = re.compile(
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@]{1,100}:(?P<value>[^\s@/]{1,200})@"
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,20}://"
+    r"[^\s:/@]{1,100}:(?P<value>[^\s@/]{1,200})@"
 )
 _AWS_SECRET = re.compile(
     r"(?<![A-Za-z0-9])aws[_\-. ]?secret(?:[_\-. ]?access)?[_\-. ]?key[\"']?[ \t]{0,3}[:=]{1,2}"
@@ -214,8 +217,9 @@ _POINTER_PREFIXES = (
     *("/", "~", "./", "secret/", "secrets/", "kv/"),
 )
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]{2,}")
+# settings.db_password, get_password() (its ")" trimmed), os.environ[ (a quoted name follows)
 _CODE_REF = re.compile(
-    r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][\w.]*[(\[].*"
+    r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][\w.]*(?:\(.*\)|\[.*\]|[(\[])"
 )
 
 
@@ -331,30 +335,73 @@ def _context_findings(text: str) -> list[SecretFinding]:
     return found
 
 
-def _add_without_overlap(
-    chosen: list[SecretFinding], candidates: list[SecretFinding]
+def _merge(
+    chosen: list[SecretFinding], candidates: list[SecretFinding], absorb: bool
 ) -> list[SecretFinding]:
-    """Keep candidates (earliest, then longest first) that overlap nothing already kept."""
+    """Add candidates (earliest, then longest first) that overlap nothing already kept.
+
+    With ``absorb`` (context rules), a candidate that strictly contains the findings it
+    overlaps replaces them (``password=ab!sk-...`` is one password), and one that runs into
+    a finding keeps its head up to that finding, so no part of the value stays visible.
+    """
     starts = [f.start for f in chosen]
+    ends = [f.end for f in chosen]
+    dropped: set[int] = set()
     kept: list[SecretFinding] = []
     for cand in sorted(candidates, key=lambda f: (f.start, -f.end)):
         if kept and kept[-1].end > cand.start:
             continue
-        i = bisect_right(starts, cand.start)
-        if i > 0 and chosen[i - 1].end > cand.start:
-            continue
-        if i < len(chosen) and chosen[i].start < cand.end:
+        hits = range(bisect_right(ends, cand.start), bisect_left(starts, cand.end))
+        if hits and absorb:
+            first, last = chosen[hits[0]], chosen[hits[-1]]
+            if (cand.start, cand.end) == (first.start, last.end):
+                continue
+            if cand.start <= first.start and last.end <= cand.end:
+                dropped.update(hits)
+            elif cand.start < first.start:
+                cand = SecretFinding(cand.kind, cand.start, first.start)  # noqa: PLW2901
+            else:
+                continue
+        elif hits:
             continue
         kept.append(cand)
-    return sorted(chosen + kept, key=lambda f: f.start)
+    survivors = [f for i, f in enumerate(chosen) if i not in dropped]
+    return sorted(survivors + kept, key=lambda f: f.start)
+
+
+def _scan(text: str, chosen: list[SecretFinding]) -> list[SecretFinding]:
+    chosen = _merge(chosen, _specific_findings(text), absorb=False)
+    return _merge(chosen, _context_findings(text), absorb=True)
+
+
+def _mask(text: str, findings: list[SecretFinding]) -> str:
+    """``text`` with each finding blanked by NULs of the same length, so offsets hold."""
+    parts: list[str] = []
+    last = 0
+    for finding in findings:
+        parts += [text[last : finding.start], "\x00" * (finding.end - finding.start)]
+        last = finding.end
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def find_secrets(text: str) -> list[SecretFinding]:
-    """Credential-like spans of ``text``, sorted by start and non-overlapping."""
+    """Credential-like spans of ``text``, sorted by start and non-overlapping.
+
+    A key glued to the end of another one only starts a match once the first is blanked
+    out, so the scan repeats on the masked text while it finds more (a few rounds at most).
+    """
     if not text:
         return []
-    chosen = _add_without_overlap([], _specific_findings(text))
-    return _add_without_overlap(chosen, _context_findings(text))
+    findings = _scan(text, [])
+    for _ in range(_RESCANS):
+        if not findings:
+            break
+        more = _scan(_mask(text, findings), findings)
+        if more == findings:
+            break
+        findings = more
+    return findings
 
 
 def scrub_secrets(text: str) -> tuple[str, list[SecretFinding]]:
@@ -372,12 +419,10 @@ def scrub_secrets(text: str) -> tuple[str, list[SecretFinding]]:
 
 def secret_error(findings: Sequence[SecretFinding]) -> SecretDetected:
     """The 422 ``secret_detected`` error for ``findings``; it never carries the secret."""
-    kinds = sorted({f.kind for f in findings})
     spans = ", ".join(f"{f.kind} at {f.start}-{f.end}" for f in findings)
     message = (
-        f"The text looks like it holds a secret ({', '.join(kinds) or 'unknown'}"
-        f"{': ' + spans if spans else ''}). Store a pointer to it instead, "
-        "such as a vault path or an env var name, never the secret itself."
+        f"The text looks like it holds a secret{': ' + spans if spans else ''}. "
+        "Store a pointer to it instead, such as a vault path or an env var name."
     )
     details = {"findings": [{"kind": f.kind, "start": f.start, "end": f.end} for f in findings]}
     return SecretDetected(message, details=details)

@@ -95,7 +95,8 @@ class Store(Protocol):
     def supersede(
         self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
     ) -> MemoryVersion:
-        """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``); returns the old's new version."""
+        """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``); returns the old's new
+        version."""
 
     def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
         """Insert exported versions verbatim (same ids, versions and times); skip ones present."""
@@ -108,7 +109,9 @@ class Store(Protocol):
 
     def history(self, ref: ScopeRef, memory_id: str) -> list[MemoryVersion]: ...
 
-    def list(self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int) -> Page: ...
+    def list_page(
+        self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int
+    ) -> Page: ...
 
     def count_live(self, ref: ScopeRef) -> int: ...
 
@@ -118,9 +121,9 @@ class Store(Protocol):
         """Exact-by-contract nearest neighbours inside one scope, filters applied (RECALL-5)."""
 
     def text_candidates(
-        self, ref: ScopeRef, terms: Sequence[str], filters: Filters, limit: int
+        self, ref: ScopeRef, query: str, filters: Filters, limit: int
     ) -> tuple[list[Candidate], SearchInfo]:
-        """Full-text candidates (any term), best first."""
+        """Full-text (BM25-style) candidates sharing a term with ``query``, best first."""
 
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str

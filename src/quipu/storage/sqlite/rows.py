@@ -16,6 +16,7 @@ from quipu.core.records import (
     Status,
     Trust,
 )
+from quipu.retrieval.bm25 import tokenize
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros, to_micros_opt
 
 COLUMNS = (
@@ -57,8 +58,10 @@ def to_record(row: sqlite3.Row) -> MemoryVersion:
     )
 
 
-def to_params(m: MemoryVersion, embedding_key: str | None) -> dict[str, Any]:
+def to_params(m: MemoryVersion, embedding_key: str | None, vector: bytes | None) -> dict[str, Any]:
     return {
+        "vector": vector,
+        "terms": " ".join(tokenize("\n".join((m.text, *m.aliases)))),
         "tenant_id": m.tenant_id,
         "scope": m.scope.value,
         "owner": m.owner,
@@ -79,6 +82,7 @@ def to_params(m: MemoryVersion, embedding_key: str | None) -> dict[str, Any]:
         "observed_at": to_micros_opt(m.observed_at),
         "valid_at": to_micros(m.valid_at),
         "invalid_at": to_micros_opt(m.invalid_at),
+        "valid_to": to_micros_opt(m.invalid_at),
         "recorded_at": to_micros(m.recorded_at),
         "content_hash": m.content_hash,
         "embedding_key": embedding_key,
@@ -93,9 +97,10 @@ def to_params(m: MemoryVersion, embedding_key: str | None) -> dict[str, Any]:
 INSERT_SQL = (
     "INSERT INTO memory_versions (tenant_id, scope, owner, id, version, is_current, project, text,"
     " kind, status, confidence, source, trust, tags, metadata, aliases, provenance, observed_at,"
-    " valid_at, invalid_at, recorded_at, content_hash, embedding_key, embedding_model, relation,"
-    " actor, reason, related_id) VALUES (:tenant_id, :scope, :owner, :id, :version, :is_current,"
+    " valid_at, invalid_at, valid_to, recorded_at, content_hash, embedding_key, embedding_model,"
+    " relation, actor, reason, related_id, vector, terms) VALUES (:tenant_id, :scope, :owner,"
+    " :id, :version, :is_current,"
     " :project, :text, :kind, :status, :confidence, :source, :trust, :tags, :metadata, :aliases,"
-    " :provenance, :observed_at, :valid_at, :invalid_at, :recorded_at, :content_hash,"
-    " :embedding_key, :embedding_model, :relation, :actor, :reason, :related_id)"
+    " :provenance, :observed_at, :valid_at, :invalid_at, :valid_to, :recorded_at, :content_hash,"
+    " :embedding_key, :embedding_model, :relation, :actor, :reason, :related_id, :vector, :terms)"
 )

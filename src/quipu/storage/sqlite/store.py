@@ -1,13 +1,14 @@
 """The SQLite backend: one file, WAL, one writer (``BEGIN IMMEDIATE``), many readers.
 
-Full text is FTS5 with bm25; vectors live in the ``embeddings`` table and are searched exactly
-by an in-process :class:`ScopeIndex` per scope, loaded on first use and kept current by this
-process's own writes. A ``generation`` per scope tells the cache when another process wrote.
+Vectors are float32 blobs on each version row. Search runs on an in-process :class:`ScopeIndex` per
+scope (exact cosine and BM25 with the scope's own statistics), loaded on first use and kept
+current by this process's own writes. A ``generation`` per scope tells the cache when another
+process wrote.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -21,15 +22,23 @@ import numpy as np
 
 from quipu.core.lifecycle import LIVE
 from quipu.core.query import Candidate, Cursor, Filters, Page
-from quipu.core.records import MemoryVersion, Relation, Scope, ScopeRef, Status, WriteResult
+from quipu.core.records import (
+    MemoryVersion,
+    Relation,
+    Scope,
+    ScopeRef,
+    Status,
+    WriteResult,
+)
 from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.text import fold
-from quipu.core.versions import Change, check_expected, next_version, valid_to
+from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound
+from quipu.retrieval.bm25 import TOKENIZER_VERSION, tokenize
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
-from quipu.storage.sqlite.vectors import Row, ScopeIndex
+from quipu.storage.sqlite.scope_index import Row, ScopeIndex
 from quipu.storage.timecodec import FOREVER, to_micros, to_micros_opt
 
 _LIVE = tuple(s.value for s in LIVE)
@@ -56,12 +65,29 @@ class SQLiteStore:
         self._pin: EmbeddingPin | None = None
         self._writer = self._connect()
         migrate(self._writer)
+        self._refresh_terms()
         self.capabilities = Capabilities(
             backend="sqlite",
             vector_search="exact-numpy",
-            full_text="fts5-bm25",
+            full_text="bm25-scope",
             sources=frozenset({"facts"}),
         )
+
+    def _refresh_terms(self) -> None:
+        """Recompute stored BM25 keys when the tokenizer changed since they were written."""
+        with self._tx() as c:
+            row = c.execute("SELECT value FROM store_meta WHERE key = 'terms_version'").fetchone()
+            if row is not None and row[0] == TOKENIZER_VERSION:
+                return
+            rows = c.execute("SELECT key, text, aliases FROM memory_versions").fetchall()
+            c.executemany(
+                "UPDATE memory_versions SET terms = ? WHERE key = ?",
+                [(" ".join(tokenize("\n".join([r[1], *json.loads(r[2])]))), r[0]) for r in rows],
+            )
+            c.execute(
+                "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('terms_version', ?)",
+                (TOKENIZER_VERSION,),
+            )
 
     # -- connections -------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -148,9 +174,9 @@ class SQLiteStore:
             part = unique[start : start + _CHUNK]
             marks = ",".join("?" * len(part))
             for key, blob in conn.execute(
-                f"SELECT key, vector FROM embeddings WHERE tenant_id = ? AND model = ?"
-                f" AND key IN ({marks})",
-                (tenant_id, model_id, *part),
+                f"SELECT embedding_key, vector FROM memory_versions WHERE tenant_id = ?"
+                f" AND embedding_key IN ({marks}) AND embedding_model = ? AND vector IS NOT NULL",
+                (tenant_id, *part, model_id),
             ):
                 out[key] = np.frombuffer(blob, dtype=np.float32)
         return out
@@ -219,7 +245,7 @@ class SQLiteStore:
             change = replace(
                 change,
                 status=Status.SUPERSEDED,
-                invalid_at=change.invalid_at if change.invalid_at is not None else now,
+                invalid_at=now if change.invalid_at in (UNSET, None) else change.invalid_at,
                 related_id=new_id,
                 relation=Relation.SUPERSEDED_BY,
             )
@@ -257,11 +283,12 @@ class SQLiteStore:
             "UPDATE memory_versions SET is_current = 0, valid_to = ? WHERE key = ?",
             (to_micros_opt(end), row["key"]),
         )
-        c.execute("UPDATE memory_fts SET cur = 'c0' WHERE rowid = ?", (row["key"],))
         c.execute("DELETE FROM memory_aliases WHERE key = ?", (row["key"],))
         if new.text == current.text:
             embedding_key = row["embedding_key"]
-            vector = None
+            blob = row["vector"]
+            vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
+            new = replace(new, embedding_model=current.embedding_model)
         key = self._write_version(c, ref, new, vector, embedding_key)
         generation = self._bump(c, ref, int(is_live) - int(was_live))
         self._cache_retire(ref, row["key"], end)
@@ -276,24 +303,14 @@ class SQLiteStore:
         vector: Vector | None,
         embedding_key: str | None,
     ) -> int:
+        blob = None
         if vector is not None and embedding_key is not None and memory.embedding_model:
-            c.execute(
-                "INSERT OR IGNORE INTO embeddings (tenant_id, model, key, vector) VALUES (?, ?, ?, ?)",
-                (
-                    ref.tenant_id,
-                    memory.embedding_model,
-                    embedding_key,
-                    np.asarray(vector, dtype=np.float32).tobytes(),
-                ),
-            )
-        cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key))
+            blob = np.asarray(vector, dtype=np.float32).tobytes()
+        else:
+            embedding_key = None
+        cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key, blob))
         key = cursor.lastrowid
         assert key is not None
-        body = "\n".join((memory.text, *memory.aliases))
-        c.execute(
-            "INSERT INTO memory_fts (rowid, body, sk, cur) VALUES (?, ?, ?, ?)",
-            (key, body, scope_token(ref), "c1" if memory.is_current else "c0"),
-        )
         if memory.is_current:
             c.executemany(
                 "INSERT OR IGNORE INTO memory_aliases (tenant_id, scope, owner, folded, key)"
@@ -323,7 +340,8 @@ class SQLiteStore:
         self, c: sqlite3.Connection, ref: ScopeRef, memory_id: str
     ) -> sqlite3.Row | None:
         row: sqlite3.Row | None = c.execute(
-            f"SELECT {COLUMNS}, embedding_key FROM memory_versions WHERE tenant_id = ? AND id = ?"
+            f"SELECT {COLUMNS}, embedding_key, vector FROM memory_versions"
+            " WHERE tenant_id = ? AND id = ?"
             " AND is_current = 1 AND scope = ? AND owner = ?",
             (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
         ).fetchone()
@@ -339,7 +357,8 @@ class SQLiteStore:
                 versions.sort(key=lambda mv: mv[0].version)
                 for i, (memory, vector) in enumerate(versions):
                     exists = c.execute(
-                        "SELECT 1 FROM memory_versions WHERE tenant_id = ? AND id = ? AND version = ?",
+                        "SELECT 1 FROM memory_versions"
+                        " WHERE tenant_id = ? AND id = ? AND version = ?",
                         (memory.tenant_id, memory.id, memory.version),
                     ).fetchone()
                     if exists:
@@ -376,20 +395,13 @@ class SQLiteStore:
         with self._tx() as c:
             for key, emb_key, vector in items:
                 row = c.execute(
-                    "SELECT tenant_id, scope, owner FROM memory_versions WHERE key = ?", (key,)
+                    "UPDATE memory_versions SET embedding_key = ?, embedding_model = ?, vector = ?"
+                    " WHERE key = ? RETURNING tenant_id, scope, owner",
+                    (emb_key, model_id, np.asarray(vector, dtype=np.float32).tobytes(), key),
                 ).fetchone()
                 if row is None:
                     continue
-                c.execute(
-                    "INSERT OR IGNORE INTO embeddings (tenant_id, model, key, vector)"
-                    " VALUES (?, ?, ?, ?)",
-                    (row[0], model_id, emb_key, np.asarray(vector, dtype=np.float32).tobytes()),
-                )
-                c.execute(
-                    "UPDATE memory_versions SET embedding_key = ?, embedding_model = ? WHERE key = ?",
-                    (emb_key, model_id, key),
-                )
-                ref = ScopeRef(row[0], row[1], row[2])
+                ref = ScopeRef(row[0], Scope(row[1]), row[2])
                 with self._index_lock:
                     index = self._indexes.get(ref)
                 if index is not None:
@@ -425,7 +437,7 @@ class SQLiteStore:
         if index is not None:
             index.retire(key, to_micros_opt(end))
 
-    def _index(self, ref: ScopeRef) -> ScopeIndex | None:
+    def _index(self, ref: ScopeRef) -> ScopeIndex:
         pin = self.embedding_pin()
         conn = self._reader()
         row = conn.execute(
@@ -438,44 +450,24 @@ class SQLiteStore:
             if index is not None and index.generation >= generation:
                 self._indexes.move_to_end(ref)
                 return index
-            if pin is None:
-                return None
             index = self._build(conn, ref, pin, generation)
             self._indexes[ref] = index
             self._evict()
             return index
 
     def _build(
-        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin, generation: int
+        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None, generation: int
     ) -> ScopeIndex:
-        index = ScopeIndex(pin.dimension, generation)
+        """Load a scope into a fresh index; columns in ``scope_index.BULK_COLUMNS`` order."""
         rows = conn.execute(
-            "SELECT v.key, v.id, v.version, v.is_current, v.status, v.valid_at, v.valid_to,"
-            " v.observed_at, v.kind, v.source, v.confidence, v.project, e.vector"
-            " FROM memory_versions v LEFT JOIN embeddings e ON e.tenant_id = v.tenant_id"
-            " AND e.model = ? AND e.key = v.embedding_key"
-            " WHERE v.tenant_id = ? AND v.scope = ? AND v.owner = ? ORDER BY v.key",
-            (pin.model_id, ref.tenant_id, ref.scope.value, ref.owner),
-        )
-        for r in rows:
-            vector = None if r[12] is None else np.frombuffer(r[12], dtype=np.float32)
-            index.add(
-                Row(
-                    r[0],
-                    r[1],
-                    r[2],
-                    bool(r[3]),
-                    Status(r[4]),
-                    r[5],
-                    r[6],
-                    r[7],
-                    r[8],
-                    r[9],
-                    r[10],
-                    r[11],
-                ),
-                vector,
-            )
+            "SELECT key, id, is_current, status, valid_at, valid_to, observed_at, kind, source,"
+            " confidence, project, terms, CASE WHEN embedding_model = ? THEN vector END"
+            " FROM memory_versions"
+            " WHERE tenant_id = ? AND scope = ? AND owner = ? ORDER BY key",
+            (pin.model_id if pin else "", ref.tenant_id, ref.scope.value, ref.owner),
+        ).fetchall()
+        index = ScopeIndex(pin.dimension if pin else 0, generation)
+        index.bulk_load(rows)
         return index
 
     def _evict(self) -> None:
@@ -486,11 +478,15 @@ class SQLiteStore:
 
     # -- reads -------------------------------------------------------------------------------
     def locate(self, tenant_id: str, memory_id: str) -> ScopeRef | None:
-        row = self._reader().execute(
-            "SELECT scope, owner FROM memory_versions WHERE tenant_id = ? AND id = ?"
-            " AND is_current = 1",
-            (tenant_id, memory_id),
-        ).fetchone()
+        row = (
+            self._reader()
+            .execute(
+                "SELECT scope, owner FROM memory_versions WHERE tenant_id = ? AND id = ?"
+                " AND is_current = 1",
+                (tenant_id, memory_id),
+            )
+            .fetchone()
+        )
         return None if row is None else ScopeRef(tenant_id, Scope(row[0]), row[1])
 
     def get(self, ref: ScopeRef, memory_id: str) -> MemoryVersion | None:
@@ -501,7 +497,8 @@ class SQLiteStore:
         rows = (
             self._reader()
             .execute(
-                f"SELECT {COLUMNS} FROM memory_versions WHERE tenant_id = ? AND id = ? AND scope = ?"
+                f"SELECT {COLUMNS} FROM memory_versions"
+                " WHERE tenant_id = ? AND id = ? AND scope = ?"
                 " AND owner = ? ORDER BY version",
                 (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
             )
@@ -512,7 +509,7 @@ class SQLiteStore:
     def count_live(self, ref: ScopeRef) -> int:
         return self._live_count(self._reader(), ref)
 
-    def list(self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int) -> Page:
+    def list_page(self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int) -> Page:
         where, params = _list_where(ref, filters)
         if cursor is not None:
             where.append("(recorded_at < ? OR (recorded_at = ? AND id < ?))")
@@ -538,61 +535,15 @@ class SQLiteStore:
         self, ref: ScopeRef, vector: Vector, filters: Filters, limit: int
     ) -> tuple[list[Candidate], SearchInfo]:
         index = self._index(ref)
-        if index is None:
-            return [], SearchInfo("exact-numpy", 0)
         found, scanned = index.search(vector, filters, limit, _now_micros())
         return found, SearchInfo("exact-numpy", scanned)
 
     def text_candidates(
-        self, ref: ScopeRef, terms: Sequence[str], filters: Filters, limit: int
+        self, ref: ScopeRef, query: str, filters: Filters, limit: int
     ) -> tuple[list[Candidate], SearchInfo]:
-        if not terms:
-            return [], SearchInfo("fts5-bm25", 0)
-        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        match = f"sk:{scope_token(ref)} AND "
-        if filters.as_of is None:
-            match += "cur:c1 AND "
-        match += f"body:({quoted})"
-        conn = self._reader()
         index = self._index(ref)
-        out: list[Candidate] = []
-        fetch = max(limit * 2, 20)
-        seen = 0
-        while True:
-            rows = conn.execute(
-                "SELECT rowid, bm25(memory_fts, 1.0, 0.0, 0.0) FROM memory_fts"
-                " WHERE memory_fts MATCH ? ORDER BY bm25(memory_fts, 1.0, 0.0, 0.0), rowid"
-                " LIMIT ? OFFSET ?",
-                (match, fetch, seen),
-            ).fetchall()
-            keys = [int(r[0]) for r in rows]
-            allowed = (
-                index.allowed(keys, filters, _now_micros())
-                if index is not None
-                else self._allowed_sql(keys, ref, filters)
-            )
-            out.extend(Candidate(int(r[0]), -float(r[1])) for r in rows if int(r[0]) in allowed)
-            seen += len(rows)
-            if len(out) >= limit or len(rows) < fetch:
-                break
-            fetch *= 4
-        return out[:limit], SearchInfo("fts5-bm25", seen)
-
-    def _allowed_sql(self, keys: list[int], ref: ScopeRef, filters: Filters) -> set[int]:
-        if not keys:
-            return set()
-        loaded = self.load(keys)
-        now = datetime.now(UTC)
-        allowed = set()
-        for key, m in loaded.items():
-            end = m.invalid_at
-            if filters.as_of is None and (
-                not m.is_current or m.valid_at > now or (end is not None and now >= end)
-            ):
-                continue
-            if filters.accepts(m):
-                allowed.add(key)
-        return allowed
+        found, scanned = index.search_text(query, filters, limit, _now_micros())
+        return found, SearchInfo("bm25-scope", scanned)
 
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str
@@ -635,12 +586,10 @@ class SQLiteStore:
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
         conn = self._connect()
         try:
-            where, params = ("WHERE v.tenant_id = ?", (tenant_id,)) if tenant_id else ("", ())
-            cols = ", ".join(f"v.{c.strip()}" for c in COLUMNS.split(","))
+            where, params = ("WHERE tenant_id = ?", (tenant_id,)) if tenant_id else ("", ())
             for r in conn.execute(
-                f"SELECT {cols}, e.vector FROM memory_versions v LEFT JOIN embeddings e"
-                " ON e.tenant_id = v.tenant_id AND e.model = v.embedding_model"
-                f" AND e.key = v.embedding_key {where} ORDER BY v.tenant_id, v.id, v.version",
+                f"SELECT {COLUMNS}, vector FROM memory_versions {where}"
+                " ORDER BY tenant_id, id, version",
                 params,
             ):
                 blob = r["vector"]
@@ -648,12 +597,6 @@ class SQLiteStore:
                 yield to_record(r), vector
         finally:
             conn.close()
-
-
-def scope_token(ref: ScopeRef) -> str:
-    """One full-text token naming a scope partition (hex, so no tokenizer splits it)."""
-    raw = f"{ref.tenant_id}\x1f{ref.scope.value}\x1f{ref.owner}".encode()
-    return "s" + hashlib.sha256(raw).hexdigest()[:24]
 
 
 def _row(key: int, m: MemoryVersion, end: datetime | None) -> Row:
@@ -670,6 +613,7 @@ def _row(key: int, m: MemoryVersion, end: datetime | None) -> Row:
         source=m.source,
         confidence=m.confidence,
         project=m.project,
+        text="\n".join((m.text, *m.aliases)),
     )
 
 
@@ -686,8 +630,7 @@ def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
         where += [
             "is_current = 1",
             f"status IN ({','.join('?' * len(statuses))})",
-            "valid_at <= ?",
-            "(invalid_at IS NULL OR invalid_at > ?)",
+            "(status != 'active' OR (valid_at <= ? AND (invalid_at IS NULL OR invalid_at > ?)))",
         ]
         params += [*statuses, now, now]
     else:
@@ -697,7 +640,8 @@ def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
             f"COALESCE(valid_to, {FOREVER}) > ?",
             f"status NOT IN ({','.join('?' * len(_HIDDEN))})",
             "id NOT IN (SELECT id FROM memory_versions h WHERE h.tenant_id = ? AND h.scope = ?"
-            f" AND h.owner = ? AND h.is_current = 1 AND h.status IN ({','.join('?' * len(_HIDDEN))}))",
+            " AND h.owner = ? AND h.is_current = 1"
+            f" AND h.status IN ({','.join('?' * len(_HIDDEN))}))",
         ]
         params += [at, at, *_HIDDEN, ref.tenant_id, ref.scope.value, ref.owner, *_HIDDEN]
     if f.project is None:
@@ -726,4 +670,4 @@ def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
     return where, params
 
 
-__all__ = ["SQLiteStore", "scope_token"]
+__all__ = ["SQLiteStore"]

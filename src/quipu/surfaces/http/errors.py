@@ -34,7 +34,9 @@ def install(app: FastAPI) -> None:
             {"field": ".".join(str(p) for p in e.get("loc", ())), "problem": e.get("msg", "")}
             for e in exc.errors()
         ]
-        return envelope(422, "invalid_request", "the request does not match the API", {"problems": problems})
+        return envelope(
+            422, "invalid_request", "the request does not match the API", {"problems": problems}
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -1,4 +1,5 @@
 -- Quipu SQLite schema, version 1. Times are integer microseconds since the Unix epoch (UTC).
+-- Vectors are float32 blobs on the version row, so loading a scope is one sequential read.
 -- tenant_id and the scope owner lead every index, as on the PostgreSQL backend.
 
 CREATE TABLE store_meta (
@@ -33,6 +34,8 @@ CREATE TABLE memory_versions (
     content_hash    TEXT NOT NULL,
     embedding_key   TEXT,
     embedding_model TEXT,
+    vector          BLOB,
+    terms           TEXT NOT NULL DEFAULT '',   -- BM25 index keys (stems of text + aliases)
     relation        TEXT NOT NULL,
     actor           TEXT NOT NULL,
     reason          TEXT,
@@ -56,13 +59,10 @@ CREATE TABLE memory_aliases (
     PRIMARY KEY (tenant_id, scope, owner, folded, key)
 ) WITHOUT ROWID;
 
-CREATE TABLE embeddings (
-    tenant_id TEXT NOT NULL,
-    model     TEXT NOT NULL,
-    key       TEXT NOT NULL,
-    vector    BLOB NOT NULL,
-    PRIMARY KEY (tenant_id, model, key)
-) WITHOUT ROWID;
+-- Content-hash embedding cache: unchanged text is never embedded twice within a tenant.
+CREATE INDEX memory_versions_embedding
+    ON memory_versions (tenant_id, embedding_key)
+    WHERE embedding_key IS NOT NULL;
 
 -- One row per scope owner: the live-row count for the race-free quota (MEM-5) and a
 -- generation number that tells an in-process vector cache another process wrote here.
@@ -74,12 +74,3 @@ CREATE TABLE scope_state (
     generation INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant_id, scope, owner)
 ) WITHOUT ROWID;
-
--- Full text over each version. ``sk`` holds one token naming the scope partition and ``cur``
--- one token for "current version", so MATCH itself restricts a search to one scope.
-CREATE VIRTUAL TABLE memory_fts USING fts5 (
-    body,
-    sk,
-    cur,
-    tokenize = 'porter unicode61 remove_diacritics 2'
-);

@@ -44,9 +44,19 @@ def list_memories(
     statuses: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
     page = svc.list(
-        who, scope=scope, cursor=cursor, limit=limit, as_of=as_of, observed_after=observed_after,
-        observed_before=observed_before, kinds=kinds, tags=tags, sources=sources,
-        min_confidence=min_confidence, project=project, statuses=statuses,
+        who,
+        scope=scope,
+        cursor=cursor,
+        limit=limit,
+        as_of=as_of,
+        observed_after=observed_after,
+        observed_before=observed_before,
+        kinds=kinds,
+        tags=tags,
+        sources=sources,
+        min_confidence=min_confidence,
+        project=project,
+        statuses=statuses,
     )
     return {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}
 
@@ -62,12 +72,19 @@ def patch_memory(memory_id: str, body: PatchBody, svc: Svc, who: Who) -> dict[st
         raise InvalidInput("send exactly one of text or status", code="invalid_patch")
     if body.text is not None:
         memory = svc.revise(
-            who, memory_id, body.text, expected_version=body.expected_version,
-            reason=body.reason, valid_at=body.valid_at,
+            who,
+            memory_id,
+            body.text,
+            expected_version=body.expected_version,
+            reason=body.reason,
+            valid_at=body.valid_at,
         )
     else:
         memory = svc.set_status(
-            who, memory_id, body.status, expected_version=body.expected_version,
+            who,
+            memory_id,
+            body.status,
+            expected_version=body.expected_version,
             reason=body.reason,
         )
     return memory.to_dict()

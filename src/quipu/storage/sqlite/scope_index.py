@@ -1,24 +1,47 @@
-"""An in-process, exact vector index for one scope partition, kept beside the SQLite file.
+"""An in-process search index for one scope partition, kept beside the SQLite file:
+exact vectors and BM25 postings over the same row positions.
 
-Brute-force cosine over a float32 matrix is exact at any size and, measured on this kind of
-machine, ~8 ms for 100k x 384; an ANN index would trade exactness (RECALL-5) for speed we do not
-need at that size. Every filter that can be vectorised is applied as a mask *before* the top-k
-cut, so a filter never starves the page. Tags are re-checked by the caller on loaded rows.
+Brute-force cosine over a float32 matrix is exact at any size (~8 ms for 100k x 384 here); an
+ANN index would trade exactness (RECALL-5) for speed we do not need at that size. BM25 uses the
+scope's own statistics. Every filter that can be vectorised is applied as a mask *before* the
+top-k cut, so a filter never starves the page. Tags are re-checked by the caller on loaded rows.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import Kind, Source, Status
+from quipu.retrieval.bm25 import Postings, tokenize
 from quipu.storage.timecodec import FOREVER, to_micros
 
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
+STATUS_BY_NAME = {s.value: i for i, s in enumerate(Status)}
+KIND_BY_NAME = {k.value: i for i, k in enumerate(Kind)}
+SOURCE_BY_NAME = {s.value: i for i, s in enumerate(Source)}
+#: Column order of :meth:`ScopeIndex.bulk_load` rows.
+BULK_COLUMNS = (
+    "key",
+    "family",
+    "is_current",
+    "status",
+    "valid_at",
+    "valid_to",
+    "observed_at",
+    "kind",
+    "source",
+    "confidence",
+    "project",
+    "terms",
+    "vector",
+)
 KIND_CODES = {k: i for i, k in enumerate(Kind)}
 SOURCE_CODES = {s: i for i, s in enumerate(Source)}
 _HIDDEN_FAMILY = [
@@ -42,10 +65,27 @@ class Row:
     source: Source
     confidence: float
     project: str | None
+    text: str
 
 
 class ScopeIndex:
     """Versions of one scope with their vectors; thread-safe, grown in place."""
+
+    keys: npt.NDArray[Any]
+    vec: npt.NDArray[Any]
+    has_vec: npt.NDArray[Any]
+    current: npt.NDArray[Any]
+    status: npt.NDArray[Any]
+    family_status: npt.NDArray[Any]
+    valid_at: npt.NDArray[Any]
+    valid_to: npt.NDArray[Any]
+    observed: npt.NDArray[Any]
+    observed_known: npt.NDArray[Any]
+    kind: npt.NDArray[Any]
+    source: npt.NDArray[Any]
+    confidence: npt.NDArray[Any]
+    project: npt.NDArray[Any]
+    family: npt.NDArray[Any]
 
     def __init__(self, dimension: int, generation: int) -> None:
         self.dimension = dimension
@@ -55,7 +95,8 @@ class ScopeIndex:
         self._cap = 0
         self._projects: dict[str, int] = {}
         self._position: dict[int, int] = {}
-        self._family: dict[str, list[int]] = {}
+        self._family_ids: dict[str, int] = {}
+        self.postings = Postings()
         self._alloc(64)
 
     def __len__(self) -> int:
@@ -63,9 +104,9 @@ class ScopeIndex:
 
     def _alloc(self, cap: int) -> None:
         def grow(
-            old: npt.NDArray[np.generic] | None, dtype: type, shape: tuple[int, ...]
-        ) -> npt.NDArray[np.generic]:
-            new = np.zeros(shape, dtype=dtype)
+            old: npt.NDArray[Any] | None, dtype: type, shape: tuple[int, ...]
+        ) -> npt.NDArray[Any]:
+            new: npt.NDArray[Any] = np.zeros(shape, dtype=dtype)
             if old is not None and self._n:
                 new[: self._n] = old[: self._n]
             return new
@@ -85,11 +126,81 @@ class ScopeIndex:
         self.source = grow(None if first else self.source, np.int8, (cap,))
         self.confidence = grow(None if first else self.confidence, np.float32, (cap,))
         self.project = grow(None if first else self.project, np.int32, (cap,))
+        self.family = grow(None if first else self.family, np.int32, (cap,))
         self._cap = cap
 
+    def _writable(self) -> None:
+        """A bulk load may leave ``vec`` as a read-only view of the loaded bytes; copy it once
+        before the first in-place change."""
+        if not self.vec.flags.writeable:
+            self._alloc(max(64, self._cap * 2))
+
     # -- maintenance -------------------------------------------------------------------------
+    def bulk_load(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Fill an empty index at once (the restart path), vectorised.
+
+        Each row is laid out as :data:`BULK_COLUMNS` names; ``terms`` are the stored BM25 keys.
+        """
+        with self.lock:
+            if self._n:
+                raise ValueError("bulk_load needs an empty index")
+            n = len(rows)
+            self._alloc(max(64, n))
+            if n == 0:
+                return
+            (
+                keys,
+                families,
+                current,
+                status,
+                valid_at,
+                valid_to,
+                observed,
+                kind,
+                source,
+                confidence,
+                project,
+                terms,
+                vectors,
+            ) = zip(*rows, strict=True)
+            self._n = n
+            self.keys[:n] = keys
+            self.current[:n] = current
+            self.status[:n] = [STATUS_BY_NAME[v] for v in status]
+            self.valid_at[:n] = valid_at
+            self.valid_to[:n] = [FOREVER if v is None else v for v in valid_to]
+            self.observed_known[:n] = [v is not None for v in observed]
+            self.observed[:n] = [v or 0 for v in observed]
+            self.kind[:n] = [KIND_BY_NAME[v] for v in kind]
+            self.source[:n] = [SOURCE_BY_NAME[v] for v in source]
+            self.confidence[:n] = confidence
+            self.project[:n] = [-1 if v is None else self._project_code(v) for v in project]
+            width = self.dimension * 4
+            present = [i for i, v in enumerate(vectors) if v is not None and len(v) == width]
+            if present and self.dimension:
+                packed = np.frombuffer(b"".join([vectors[i] for i in present]), dtype=np.float32)
+                if len(present) == n:
+                    # Keep the loaded bytes as the matrix (no 150 MB copy on the restart path);
+                    # _writable() copies it before the first change.
+                    self.vec = packed.reshape(n, self.dimension)
+                    self.has_vec[:n] = True
+                else:
+                    self.vec[present] = packed.reshape(len(present), self.dimension)
+                    self.has_vec[present] = True
+            self._position = dict(zip(keys, range(n), strict=True))
+            ids = self._family_ids
+            for family in families:
+                if family not in ids:
+                    ids[family] = len(ids)
+            self.family[:n] = [ids[f] for f in families]
+            codes = self.status[:n]
+            family_code = {families[i]: codes[i] for i in np.flatnonzero(self.current[:n])}
+            self.family_status[:n] = [family_code.get(f, -1) for f in families]
+            self.postings.bulk_add([t.split() for t in terms])
+
     def add(self, row: Row, vector: npt.NDArray[np.float32] | None) -> None:
         with self.lock:
+            self._writable()
             if self._n == self._cap:
                 self._alloc(self._cap * 2)
             i = self._n
@@ -108,7 +219,8 @@ class ScopeIndex:
             self.confidence[i] = row.confidence
             self.project[i] = -1 if row.project is None else self._project_code(row.project)
             self._position[row.key] = i
-            self._family.setdefault(row.family, []).append(i)
+            self.family[i] = self._family_ids.setdefault(row.family, len(self._family_ids))
+            self.postings.add(i, tokenize(row.text))
             self._n += 1
             if row.is_current:
                 self._set_family_status(row.family, row.status)
@@ -126,6 +238,7 @@ class ScopeIndex:
         with self.lock:
             i = self._position.get(key)
             if i is not None:
+                self._writable()
                 self.vec[i] = vector
                 self.has_vec[i] = True
 
@@ -134,12 +247,14 @@ class ScopeIndex:
             i = self._position.get(key)
             if i is None or not self.has_vec[i]:
                 return None
-            return self.vec[i].copy()
+            row: npt.NDArray[np.float32] = self.vec[i].copy()
+            return row
 
     def _set_family_status(self, family: str, status: Status) -> None:
         code = STATUS_CODES[status]
-        for i in self._family.get(family, ()):
-            self.family_status[i] = code
+        fid = self._family_ids.get(family)
+        if fid is not None:
+            self.family_status[: self._n][self.family[: self._n] == fid] = code
 
     def _project_code(self, project: str) -> int:
         code = self._projects.get(project)
@@ -158,8 +273,12 @@ class ScopeIndex:
             m = ~np.isin(self.family_status[:n], _HIDDEN_FAMILY)
             m &= ~np.isin(self.status[:n], _HIDDEN_FAMILY)
             instant = to_micros(filters.as_of)
-        m &= self.valid_at[:n] <= instant
-        m &= instant < self.valid_to[:n]
+        in_time = (self.valid_at[:n] <= instant) & (instant < self.valid_to[:n])
+        if filters.as_of is None:
+            # "now" bounds only active rows: a superseded or expired row asked for by status is
+            # by definition no longer valid, and is still returned.
+            in_time |= self.status[:n] != STATUS_CODES[Status.ACTIVE]
+        m &= in_time
         project = -1 if filters.project is None else self._projects.get(filters.project, -2)
         m &= (self.project[:n] == -1) | (self.project[:n] == project)
         if filters.kinds:
@@ -194,21 +313,29 @@ class ScopeIndex:
             if n == 0 or limit <= 0:
                 return [], 0
             m = self.mask(filters, now_micros) & self.has_vec[:n]
-            idx = np.flatnonzero(m)
-            if idx.size == 0:
+            scores = self.vec[:n] @ query
+            return self._top(scores, m, limit)
+
+    def search_text(
+        self, query: str, filters: Filters, limit: int, now_micros: int
+    ) -> tuple[list[Candidate], int]:
+        """Top-``limit`` by BM25 among rows passing the filters that share a term with ``query``."""
+        with self.lock:
+            n = self._n
+            scores = self.postings.scores(tokenize(query)) if n else None
+            if scores is None or limit <= 0:
                 return [], 0
-            if idx.size == n:
-                scores = self.vec[:n] @ query
-            else:
-                scores = self.vec[idx] @ query
-            take = min(limit, idx.size)
-            if take < idx.size:
-                top = np.argpartition(-scores, take - 1)[:take]
-            else:
-                top = np.arange(idx.size)
-            top = top[np.lexsort((idx[top], -scores[top]))]
-            rows = idx[top]
-            return [
-                Candidate(int(self.keys[r]), float(scores[t]))
-                for r, t in zip(rows, top, strict=True)
-            ], int(idx.size)
+            m = self.mask(filters, now_micros) & (scores > 0)
+            return self._top(scores, m, limit)
+
+    def _top(
+        self, scores: npt.NDArray[np.float32], m: npt.NDArray[np.bool_], limit: int
+    ) -> tuple[list[Candidate], int]:
+        idx = np.flatnonzero(m)
+        if idx.size == 0:
+            return [], 0
+        chosen = scores[idx]
+        take = min(limit, idx.size)
+        top = np.argpartition(-chosen, take - 1)[:take] if take < idx.size else np.arange(idx.size)
+        top = top[np.lexsort((idx[top], -chosen[top]))]
+        return [Candidate(int(self.keys[idx[t]]), float(chosen[t])) for t in top], int(idx.size)

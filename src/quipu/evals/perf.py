@@ -1,0 +1,240 @@
+"""Speed and memory benchmarks of the embedded engine (`quipu bench ingest|recall`).
+
+Ingest goes through the public library path, one ``remember`` at a time, as an agent writes.
+The large recall corpora (100k rows) are bulk-loaded through the store's import path with
+synthetic unit vectors: search cost does not depend on what the vectors mean, and embedding
+100k texts first would only measure the embedder again. Queries are real text, embedded by the
+real model on every call, so the latency includes query embedding.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from quipu.client import Quipu
+from quipu.core.records import (
+    Kind,
+    MemoryVersion,
+    Provenance,
+    Relation,
+    Scope,
+    Source,
+    Status,
+    Trust,
+)
+from quipu.core.scopes import resolve_scope
+from quipu.core.text import content_hash
+
+_PEOPLE = ["Dana", "Ravi", "Mei", "Jonas", "Amara", "Luis", "Sofia", "Kenji", "Olu", "Noor"]
+_VERBS = ["prefers", "dislikes", "asked about", "booked", "mentioned", "is planning", "bought"]
+_THINGS = [
+    "window seats on long flights",
+    "the quarterly budget review",
+    "vegan restaurants downtown",
+    "a trip to Lisbon in May",
+    "the new deployment checklist",
+    "green tea in the morning",
+    "running the half marathon",
+    "the Postgres migration plan",
+    "jazz concerts on Fridays",
+    "a standing desk for the office",
+    "learning Portuguese",
+    "the API rate limits",
+    "hiking in the Alps",
+    "the on-call rotation",
+    "a birthday gift for her sister",
+]
+_QUALIFIERS = [
+    "since last year",
+    "every week",
+    "for the team",
+    "again",
+    "after the meeting",
+    "before the holidays",
+    "with colleagues",
+    "on weekends",
+    "this quarter",
+    "",
+]
+
+
+def sentence(rng: random.Random) -> str:
+    """A plausible memory sentence (deterministic for a seeded ``rng``)."""
+    tail = rng.choice(_QUALIFIERS)
+    base = f"{rng.choice(_PEOPLE)} {rng.choice(_VERBS)} {rng.choice(_THINGS)}"
+    return f"{base} {tail} (#{rng.randrange(10**6)})".replace("  ", " ")
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+
+    def pct(p: float) -> float:
+        return float(np.percentile(ordered, p)) if ordered else 0.0
+
+    return {
+        "p50": round(pct(50), 3),
+        "p95": round(pct(95), 3),
+        "p99": round(pct(99), 3),
+        "min": round(ordered[0], 3) if ordered else 0.0,
+        "max": round(ordered[-1], 3) if ordered else 0.0,
+        "mean": round(statistics.fmean(ordered), 3) if ordered else 0.0,
+    }
+
+
+def rss_mib() -> float:
+    """Resident memory of this process now, from /proc (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
+
+
+def ingest(
+    mem: Quipu,
+    n: int,
+    *,
+    defer_embedding: bool,
+    seed: int = 7,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    rng = random.Random(seed)
+    texts = [sentence(rng) for _ in range(n)]
+    started = time.perf_counter()
+    for i, text in enumerate(texts, start=1):
+        mem.remember(text, scope="agent", defer_embedding=defer_embedding)
+        if progress is not None and i % 100 == 0:
+            progress(i)
+    elapsed = time.perf_counter() - started
+    result: dict[str, Any] = {
+        "memories": n,
+        "seconds": round(elapsed, 3),
+        "memories_per_s": round(n / elapsed, 1),
+        "defer_embedding": defer_embedding,
+    }
+    if defer_embedding:
+        mark = time.perf_counter()
+        embedded = mem.embed_pending()
+        result["backfill_seconds"] = round(time.perf_counter() - mark, 3)
+        result["backfill_per_s"] = round(embedded / max(result["backfill_seconds"], 1e-9), 1)
+    return result
+
+
+def synthetic_rows(
+    mem: Quipu, n: int, owners: list[str], seed: int = 11
+) -> Iterator[tuple[MemoryVersion, np.ndarray]]:
+    """``n`` version-1 rows spread evenly over ``owners`` (agent ids), with unit vectors."""
+    pin = mem.service.store.embedding_pin()
+    assert pin is not None, "the store needs an embedder to hold vectors"
+    rng = random.Random(seed)
+    np_rng = np.random.default_rng(seed)
+    now = datetime.now(UTC)
+    base = resolve_scope(mem.principal, "agent")
+    for i in range(n):
+        owner = owners[i % len(owners)]
+        text = sentence(rng)
+        vector = np_rng.standard_normal(pin.dimension).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        yield (
+            MemoryVersion(
+                id=uuid.UUID(int=rng.getrandbits(128)).hex,
+                version=1,
+                tenant_id=base.tenant_id,
+                scope=Scope.AGENT,
+                owner=owner,
+                project=None,
+                text=text,
+                kind=Kind.FACT,
+                status=Status.ACTIVE,
+                confidence=1.0,
+                source=Source.IMPORTED,
+                trust=Trust.VERIFIED,
+                tags=(),
+                metadata={},
+                aliases=(),
+                provenance=Provenance(surface="bench"),
+                observed_at=None,
+                valid_at=now - timedelta(days=1),
+                invalid_at=None,
+                recorded_at=now - timedelta(seconds=n - i),
+                content_hash=content_hash(text),
+                embedding_model=pin.model_id,
+                relation=Relation.IMPORTED,
+                actor="bench",
+            ),
+            vector,
+        )
+
+
+def recall_latency(
+    open_store: Callable[[], Quipu],
+    path: Path,
+    n: int,
+    *,
+    owners: int,
+    queries: int,
+    seed: int = 3,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Load ``n`` rows over ``owners`` scope owners (the measured one is owner 0), then time
+    recall in that owner's scope: first query after a restart, then ``queries`` more."""
+    mem = open_store()
+    owner_ids = [mem.principal.agent_id or "agent"] + [f"bench-agent-{i}" for i in range(1, owners)]
+    if progress:
+        progress(f"loading {n} rows over {owners} owner(s)")
+    mark = time.perf_counter()
+    mem.import_(synthetic_rows(mem, n, owner_ids, seed))
+    load_s = time.perf_counter() - mark
+    mem.close()
+    size_bytes = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+    rng = random.Random(seed)
+    questions = [
+        f"what does {rng.choice(_PEOPLE)} think about {rng.choice(_THINGS)}?"
+        for _ in range(queries)
+    ]
+    if progress:
+        progress("restart, first recall")
+    mark = time.perf_counter()
+    mem = open_store()
+    mem.recall(questions[0], scope="agent", k=10)
+    first_s = time.perf_counter() - mark
+    latencies = []
+    underfilled = 0
+    for q in questions:
+        t = time.perf_counter()
+        result = mem.recall(q, scope="agent", k=10)
+        latencies.append((time.perf_counter() - t) * 1000)
+        underfilled += int(result.meta["underfilled"])
+    rss = rss_mib()
+    mem.close()
+    return {
+        "rows": n,
+        "owners": owners,
+        "scope_rows": n // owners + (1 if n % owners else 0),
+        "queries": queries,
+        "load_seconds": round(load_s, 2),
+        "first_recall_after_restart_s": round(first_s, 3),
+        "latency_ms": percentiles(latencies),
+        "underfilled_pages": underfilled,
+        "rss_mib": rss,
+        "file_bytes": size_bytes,
+        "bytes_per_row": round(size_bytes / max(n, 1)),
+    }
+
+
+def machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "pid": os.getpid()}

@@ -1,0 +1,145 @@
+"""BM25 over one scope partition: the tokenizer and an incrementally built postings index.
+
+Statistics (document frequency, average length) are those of the scope alone, so no other
+tenant's or subject's rows influence a score or an order (SCOPE-7). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from array import array
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import Stemmer
+
+from quipu.retrieval.terms import STOPWORDS
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_stemmer = Stemmer.Stemmer("english")
+
+#: Bumped whenever :func:`tokenize` changes, so stores recompute the keys they saved.
+TOKENIZER_VERSION = "1"
+
+#: Okapi BM25 parameters (the common defaults; measured in docs/benchmarks.md).
+K1 = 1.2
+B = 0.75
+
+
+def tokenize(text: str) -> list[str]:
+    """NFKC, case-fold, split on non-word characters, drop stop words, Snowball-stem."""
+    return tokenize_many([text])[0]
+
+
+def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
+    """:func:`tokenize` for many texts, stemming them all in one call."""
+    split: list[list[str]] = []
+    flat: list[str] = []
+    for raw in texts:
+        text = raw if raw.isascii() else unicodedata.normalize("NFKC", raw)
+        words = [w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS]
+        split.append(words)
+        flat.extend(words)
+    stemmed = _stemmer.stemWords(flat)
+    out: list[list[str]] = []
+    at = 0
+    for words in split:
+        out.append(stemmed[at : at + len(words)])
+        at += len(words)
+    return out
+
+
+class Postings:
+    """Term -> (document positions, term frequencies).
+
+    A bulk-loaded part is kept in CSR form (one array of positions sorted by term); documents
+    added one by one afterwards go to small per-term arrays. Scoring reads both.
+    """
+
+    def __init__(self) -> None:
+        self._vocab: dict[str, int] = {}
+        self._ptr = np.zeros(1, dtype=np.int64)
+        self._csr_docs = np.zeros(0, dtype=np.int32)
+        self._csr_tfs = np.zeros(0, dtype=np.float32)
+        self._docs: dict[int, array[int]] = {}
+        self._tfs: dict[int, array[float]] = {}
+        self._lengths = array("f")
+        self._total_length = 0.0
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def _term(self, token: str) -> int:
+        term = self._vocab.get(token)
+        if term is None:
+            term = self._vocab[token] = len(self._vocab)
+        return term
+
+    def add(self, position: int, tokens: Sequence[str]) -> None:
+        """Index document ``position`` (positions must arrive as 0, 1, 2, ...)."""
+        if position != len(self._lengths):
+            raise ValueError("documents must be added in position order")
+        counts: dict[str, int] = {}
+        for token in tokens:
+            counts[token] = counts.get(token, 0) + 1
+        for token, count in counts.items():
+            term = self._term(token)
+            if term not in self._docs:
+                self._docs[term] = array("i")
+                self._tfs[term] = array("f")
+            self._docs[term].append(position)
+            self._tfs[term].append(float(count))
+        self._lengths.append(float(len(tokens)))
+        self._total_length += len(tokens)
+
+    def bulk_add(self, documents: Sequence[Sequence[str]]) -> None:
+        """Index documents 0..n-1 of an empty index at once (the restart path)."""
+        if len(self._lengths):
+            raise ValueError("bulk_add needs an empty index")
+        lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=len(documents))
+        flat = [token for doc in documents for token in doc]
+        for token in dict.fromkeys(flat):
+            self._term(token)
+        terms = np.fromiter(map(self._vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        docs = np.repeat(np.arange(len(documents), dtype=np.int64), lengths)
+        vocab = max(len(self._vocab), 1)
+        pairs, counts = np.unique(terms * len(documents) + docs, return_counts=True)
+        pair_terms = pairs // max(len(documents), 1)
+        self._csr_docs = (pairs % max(len(documents), 1)).astype(np.int32)
+        self._csr_tfs = counts.astype(np.float32)
+        self._ptr = np.searchsorted(pair_terms, np.arange(vocab + 1)).astype(np.int64)
+        self._lengths.extend(lengths.astype(np.float32).tolist())
+        self._total_length = float(lengths.sum())
+
+    def _postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        docs = np.zeros(0, dtype=np.int32)
+        tfs = np.zeros(0, dtype=np.float32)
+        if term + 1 < len(self._ptr):
+            lo, hi = self._ptr[term], self._ptr[term + 1]
+            docs, tfs = self._csr_docs[lo:hi], self._csr_tfs[lo:hi]
+        if term in self._docs:
+            docs = np.concatenate([docs, np.frombuffer(self._docs[term], dtype=np.int32)])
+            tfs = np.concatenate([tfs, np.frombuffer(self._tfs[term], dtype=np.float32)])
+        return docs, tfs
+
+    def scores(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32] | None:
+        """BM25 score of every document for the query; ``None`` when no query term is known."""
+        n = len(self._lengths)
+        terms = [self._vocab[t] for t in dict.fromkeys(query_tokens) if t in self._vocab]
+        if not terms or n == 0:
+            return None
+        lengths = np.frombuffer(self._lengths, dtype=np.float32, count=n)
+        avg = self._total_length / n if self._total_length else 1.0
+        norm = K1 * (1.0 - B + B * lengths / avg)
+        out = np.zeros(n, dtype=np.float32)
+        for term in terms:
+            docs, tfs = self._postings(term)
+            df = docs.size
+            if df == 0:
+                continue
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            out[docs] += idf * tfs * (K1 + 1.0) / (tfs + norm[docs])
+        return out

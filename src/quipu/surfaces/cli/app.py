@@ -1,0 +1,392 @@
+"""The ``quipu`` command line (API-4): serve, the memory verbs on a local file, export/import,
+config and bench. Errors print their stable code and exit non-zero; ``--json`` prints the same
+JSON the HTTP API returns."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from quipu.composition import build_service, load_settings, local_principal
+from quipu.errors import ConfigurationError, QuipuError
+from quipu.service import MemoryService
+from quipu.settings import Settings
+from quipu.surfaces.cli import bench
+
+app = typer.Typer(
+    help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
+)
+app.add_typer(bench.app, name="bench")
+console = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+Db = Annotated[Path | None, typer.Option("--db", help="SQLite file (default: setting `database`).")]
+Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+ScopeOpt = Annotated[str, typer.Option("--scope", help="agent, user, agent_user or tenant.")]
+
+
+def _settings(db: Path | None, config: Path | None, **overrides: Any) -> Settings:
+    try:
+        return load_settings({"database": str(db) if db else None, **overrides}, config_file=config)
+    except ConfigurationError as exc:
+        err.print(f"[red]configuration error:[/red] {exc.message}")
+        raise typer.Exit(2) from None
+
+
+def _run(db: Path | None, config: Path | None, action: Callable[[MemoryService, Settings], T]) -> T:
+    settings = _settings(db, config)
+    try:
+        service = build_service(settings)
+    except QuipuError as exc:
+        err.print(f"[red]{exc.code}:[/red] {exc.message}")
+        raise typer.Exit(2) from None
+    try:
+        return action(service, settings)
+    except QuipuError as exc:
+        err.print(f"[red]{exc.code}:[/red] {exc.message}")
+        if exc.details:
+            err.print(json.dumps(exc.details, default=str))
+        raise typer.Exit(1) from None
+    finally:
+        service.store.close()
+
+
+def _print(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    else:
+        render(data)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*[str(row.get(c, "")) for c in columns])
+    console.print(table)
+
+
+@app.command()
+def serve(
+    db: Db = None,
+    config: Config = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (loopback only).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port.")] = None,
+) -> None:
+    """Run the HTTP API (OpenAPI docs at /docs) on the configured store."""
+    import uvicorn
+
+    from quipu.surfaces.http.app import create_app
+
+    settings = _settings(db, config, host=host, port=port)
+    if not _is_loopback(settings.host):
+        err.print(
+            f"[red]refusing to bind {settings.host}:[/red] this server has no authentication yet; "
+            "bind a loopback address (127.0.0.1) instead"
+        )
+        raise typer.Exit(2)
+    service = build_service(settings)
+    principal = local_principal(settings, surface="http")
+    api = create_app(service, lambda _request: principal)
+    url = f"http://{settings.host}:{settings.port}"
+    console.print(f"Quipu {settings.database} on {url}  (OpenAPI docs: {url}/docs)")
+    try:
+        uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level)
+    finally:
+        service.store.close()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def remember(
+    text: str,
+    db: Db = None,
+    config: Config = None,
+    scope: ScopeOpt = "agent",
+    kind: Annotated[str, typer.Option(help="fact, preference, decision, ...")] = "fact",
+    tag: Annotated[list[str] | None, typer.Option(help="A tag (repeatable).")] = None,
+    alias: Annotated[list[str] | None, typer.Option(help="An alias (repeatable).")] = None,
+    project: Annotated[str | None, typer.Option(help="Project partition.")] = None,
+    observed_at: Annotated[str | None, typer.Option(help="When it was said (ISO-8601).")] = None,
+    valid_at: Annotated[str | None, typer.Option(help="When it became true.")] = None,
+    invalid_at: Annotated[str | None, typer.Option(help="When it stops being true.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Remember TEXT."""
+    result = _run(
+        db,
+        config,
+        lambda s, st: s.remember(
+            local_principal(st, "cli"),
+            text,
+            scope=scope,
+            kind=kind,
+            tags=tag,
+            aliases=alias,
+            project=project,
+            observed_at=observed_at,
+            valid_at=valid_at,
+            invalid_at=invalid_at,
+        ),
+    )
+    data = {"memory": result.memory.to_dict(), "created": result.created}
+    _print(
+        data,
+        as_json,
+        lambda d: console.print(
+            f"{'remembered' if d['created'] else 'already known'} {d['memory']['id']} "
+            f"(v{d['memory']['version']}, {d['memory']['status']})"
+        ),
+    )
+
+
+@app.command()
+def recall(
+    query: str,
+    db: Db = None,
+    config: Config = None,
+    scope: ScopeOpt = "agent",
+    k: Annotated[int | None, typer.Option("-k", help="How many results.")] = None,
+    as_of: Annotated[str | None, typer.Option(help="What was valid at this time.")] = None,
+    kind: Annotated[list[str] | None, typer.Option(help="Only these kinds.")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Only rows with these tags.")] = None,
+    project: Annotated[str | None, typer.Option(help="Project partition.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Recall memories relevant to QUERY."""
+    result = _run(
+        db,
+        config,
+        lambda s, st: s.recall(
+            local_principal(st, "cli"),
+            query,
+            scope=scope,
+            k=k,
+            as_of=as_of,
+            kinds=kind,
+            tags=tag,
+            project=project,
+        ),
+    )
+    data = result.to_dict()
+
+    def render(d: dict[str, Any]) -> None:
+        _table(
+            [
+                {
+                    "rank": h["rank"],
+                    "score": h["score"],
+                    "id": h["memory"]["id"],
+                    "matched": ",".join(h["matched"]),
+                    "text": h["memory"]["text"],
+                }
+                for h in d["results"]
+            ],
+            ["rank", "score", "id", "matched", "text"],
+        )
+        meta = d["meta"]
+        if meta["fallback"]:
+            console.print(f"[yellow]fallback:[/yellow] {meta['reason']}")
+
+    _print(data, as_json, render)
+
+
+@app.command("list")
+def list_(
+    db: Db = None,
+    config: Config = None,
+    scope: ScopeOpt = "agent",
+    kind: Annotated[list[str] | None, typer.Option(help="Only these kinds.")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Only rows with these tags.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Page size.")] = None,
+    cursor: Annotated[str | None, typer.Option(help="Cursor from a previous page.")] = None,
+    as_json: Json = False,
+) -> None:
+    """List memories in one scope, newest first."""
+    page = _run(
+        db,
+        config,
+        lambda s, st: s.list(
+            local_principal(st, "cli"),
+            scope=scope,
+            kinds=kind,
+            tags=tag,
+            limit=limit,
+            cursor=cursor,
+        ),
+    )
+    data = {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}
+    _print(data, as_json, lambda d: _table(d["items"], ["id", "version", "kind", "status", "text"]))
+
+
+@app.command()
+def get(memory_id: str, db: Db = None, config: Config = None, as_json: Json = False) -> None:
+    """Show a memory's current version."""
+    memory = _run(db, config, lambda s, st: s.get(local_principal(st, "cli"), memory_id))
+    _print(memory.to_dict(), as_json, lambda d: console.print_json(json.dumps(d, default=str)))
+
+
+@app.command()
+def history(memory_id: str, db: Db = None, config: Config = None, as_json: Json = False) -> None:
+    """Show every version of a memory."""
+    versions = _run(db, config, lambda s, st: s.history(local_principal(st, "cli"), memory_id))
+    data = {"versions": [v.to_dict() for v in versions]}
+    _print(
+        data,
+        as_json,
+        lambda d: _table(
+            d["versions"], ["version", "status", "relation", "recorded_at", "reason", "text"]
+        ),
+    )
+
+
+@app.command()
+def revise(
+    memory_id: str,
+    text: str,
+    db: Db = None,
+    config: Config = None,
+    expected_version: Annotated[int | None, typer.Option(help="Version you replace.")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Write a new version of a memory with new TEXT."""
+    memory = _run(
+        db,
+        config,
+        lambda s, st: s.revise(
+            local_principal(st, "cli"),
+            memory_id,
+            text,
+            expected_version=expected_version,
+            reason=reason,
+        ),
+    )
+    _print(memory.to_dict(), as_json, lambda d: console.print(f"{d['id']} is now v{d['version']}"))
+
+
+@app.command()
+def forget(
+    memory_id: str,
+    db: Db = None,
+    config: Config = None,
+    reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Forget a memory (logical: history keeps it)."""
+    memory = _run(
+        db, config, lambda s, st: s.forget(local_principal(st, "cli"), memory_id, reason=reason)
+    )
+    _print(memory.to_dict(), as_json, lambda d: console.print(f"forgot {d['id']}"))
+
+
+@app.command()
+def supersede(
+    old_id: str,
+    new_id: str,
+    db: Db = None,
+    config: Config = None,
+    reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Mark OLD_ID superseded by NEW_ID."""
+    memory = _run(
+        db,
+        config,
+        lambda s, st: s.supersede(local_principal(st, "cli"), old_id, new_id, reason=reason),
+    )
+    _print(memory.to_dict(), as_json, lambda d: console.print(f"{d['id']} superseded"))
+
+
+@app.command("export")
+def export_(
+    db: Db = None,
+    config: Config = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="File to write (JSON Lines).")] = Path(
+        "quipu-export.jsonl"
+    ),
+) -> None:
+    """Export every version (with vectors) to JSON Lines."""
+    from quipu import transfer
+
+    def action(s: MemoryService, st: Settings) -> int:
+        count = 0
+        with out.open("w", encoding="utf-8") as fh, _progress() as bar:
+            task = bar.add_task("exporting", total=None)
+            for count in transfer.write(fh, s.export(local_principal(st, "cli"))):
+                bar.update(task, completed=count)
+        return count
+
+    count = _run(db, config, action)
+    console.print(f"exported {count} versions to {out}")
+
+
+@app.command("import")
+def import_(
+    file: Path,
+    db: Db = None,
+    config: Config = None,
+) -> None:
+    """Import a JSON Lines export (ids, versions, times and vectors are kept)."""
+    from quipu import transfer
+
+    def action(s: MemoryService, st: Settings) -> int:
+        with file.open(encoding="utf-8") as fh, _progress() as bar:
+            task = bar.add_task("importing", total=None)
+
+            def lines() -> Any:
+                for n, line in enumerate(fh):
+                    bar.update(task, completed=n)
+                    yield line
+
+            return s.import_(local_principal(st, "cli"), transfer.read(lines()))
+
+    count = _run(db, config, action)
+    console.print(f"imported {count} versions from {file}")
+
+
+@app.command()
+def config(config_file: Config = None, as_json: Json = False) -> None:
+    """Show every setting with its current value and help."""
+    settings = _settings(None, config_file)
+    rows = [
+        {
+            "setting": name,
+            "value": "***" if "key" in name and value else value,
+            "help": Settings.model_fields[name].description,
+        }
+        for name, value in settings.model_dump().items()
+    ]
+    _print(rows, as_json, lambda r: _table(r, ["setting", "value", "help"]))
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}"),
+        TimeElapsedColumn(),
+        console=err,
+    )
+
+
+def main() -> None:
+    app()
