@@ -485,8 +485,9 @@ class MemoryService:
         labels: dict[int, list[str]] = {}
         for key, label in exact:
             labels.setdefault(key, []).append(label)
+        fused_found = {key: found for key, _, found in fused}
         order: list[tuple[int, float, tuple[str, ...]]] = [
-            (key, 1.0 + 1.0 / (1 + i), ()) for i, key in enumerate(labels)
+            (key, 1.0 + 1.0 / (1 + i), fused_found.get(key, ())) for i, key in enumerate(labels)
         ]
         order += [(key, score, found) for key, score, found in fused if key not in labels]
         loaded = self.store.load([key for key, _, _ in order[: size * 3 + len(labels)]])

@@ -1,11 +1,6 @@
-"""Turning a query into full-text terms. Pure."""
+"""Stop words left out of full-text keys. Pure."""
 
 from __future__ import annotations
-
-import re
-import unicodedata
-
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
 #: Function words that add nothing to a keyword match but make candidate sets huge.
 STOPWORDS = frozenset(
@@ -158,19 +153,3 @@ STOPWORDS = frozenset(
         "y",
     ]
 )
-
-MAX_TERMS = 32
-
-
-def query_terms(query: str) -> list[str]:
-    """Distinct lower-cased words of ``query`` minus stop words, in order, at most MAX_TERMS.
-
-    A query made only of stop words keeps them, so it can still match something.
-    """
-    words = [
-        w.casefold().replace("’", "'") for w in _WORD.findall(unicodedata.normalize("NFKC", query))
-    ]
-    words = [w.split("'")[0] for w in words]
-    kept = [w for w in words if w and w not in STOPWORDS]
-    chosen = kept or [w for w in words if w]
-    return list(dict.fromkeys(chosen))[:MAX_TERMS]

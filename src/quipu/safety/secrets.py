@@ -195,14 +195,8 @@ _AWS_SECRET = re.compile(
 
 _PASSWORD_KEYS = ("password", "passwd", "pwd", "passphrase", "passcode", "secret")
 _API_KEY_KEYS = (
-    "apikey",
-    "accesskey",
-    "secretkey",
-    "privatekey",
-    "token",
-    "credential",
-    "credentials",
-    "clientsecret",
+    *("apikey", "accesskey", "secretkey", "privatekey", "token", "clientsecret"),
+    *("credential", "credentials"),
 )
 _NOT_SECRET_KEYS = ("nexttoken", "pagetoken", "continuationtoken")
 _PLACEHOLDERS = frozenset(

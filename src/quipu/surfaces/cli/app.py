@@ -364,6 +364,13 @@ def import_(
 
 
 @app.command()
+def reindex(db: Db = None, config: Config = None) -> None:
+    """Embed rows stored without a vector (embedder was down, deferred, or another model)."""
+    count = _run(db, config, lambda s, _st: s.embed_pending())
+    console.print(f"embedded {count} memories")
+
+
+@app.command()
 def config(config_file: Config = None, as_json: Json = False) -> None:
     """Show every setting with its current value and help."""
     settings = _settings(None, config_file)

@@ -1,0 +1,109 @@
+"""Concurrency through the service (MEM-5, LIFE-2): threads on one store, processes on one file."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from quipu.core.records import Principal
+from quipu.core.scopes import resolve_scope
+from quipu.errors import Conflict, LimitExceeded
+from quipu.service import Limits, MemoryService
+
+
+def test_mem_005_parallel_writers_never_exceed_quota(
+    make_store, local_embedder, alice: Principal
+) -> None:  # type: ignore[no-untyped-def]
+    svc = MemoryService(make_store(), local_embedder, Limits(quota_per_owner=25))
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def writer(n: int) -> None:
+        for i in range(10):
+            try:
+                svc.remember(alice, f"writer {n} fact {i}")
+                result = "ok"
+            except LimitExceeded:
+                result = "quota"
+            with lock:
+                outcomes.append(result)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("ok") == 25 and outcomes.count("quota") == 35
+    assert svc.store.count_live(resolve_scope(alice, "agent")) == 25
+    assert len(svc.list(alice, limit=200).items) == 25
+
+
+def test_life_002_two_concurrent_revises_one_conflicts(
+    make_store, local_embedder, alice: Principal
+) -> None:  # type: ignore[no-untyped-def]
+    svc = MemoryService(make_store(), local_embedder, Limits())
+    m = svc.remember(alice, "the meeting is at 10").memory
+    barrier = threading.Barrier(2)
+    results: list[str] = []
+
+    def revise(text: str) -> None:
+        barrier.wait()
+        try:
+            svc.revise(alice, m.id, text, expected_version=1)
+            results.append("ok")
+        except Conflict as exc:
+            results.append(exc.code)
+
+    threads = [threading.Thread(target=revise, args=(t,)) for t in ("at 11", "at 12")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["ok", "version_conflict"]
+    history = svc.history(alice, m.id)
+    assert [v.version for v in history] == [1, 2]
+
+
+def _process_writer(path: str, start: int, quota: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    from quipu.core.records import Principal, Role
+    from quipu.service import Limits, MemoryService
+    from quipu.storage.sqlite.store import SQLiteStore
+
+    who = Principal("t1", "key-alice", Role.AGENT, agent_id="alice")
+    svc = MemoryService(SQLiteStore(path), None, Limits(quota_per_owner=quota))
+    ok = 0
+    for i in range(start, start + 20):
+        try:
+            svc.remember(who, f"process fact {i}")
+            ok += 1
+        except LimitExceeded:
+            pass
+    svc.store.close()
+    out.put(ok)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="uses fork")
+def test_mem_005_quota_holds_across_processes_on_one_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    from quipu.storage.sqlite.store import SQLiteStore
+
+    SQLiteStore(path).close()
+    ctx = multiprocessing.get_context("fork")
+    out: multiprocessing.Queue = ctx.Queue()  # type: ignore[type-arg]
+    procs = [ctx.Process(target=_process_writer, args=(path, n * 100, 30, out)) for n in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    assert sum(out.get(timeout=5) for _ in procs) == 30
+    store = SQLiteStore(path)
+    from quipu.core.records import Principal, Role
+
+    who = Principal("t1", "key-alice", Role.AGENT, agent_id="alice")
+    assert store.count_live(resolve_scope(who, "agent")) == 30
+    store.close()
