@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from fastapi import FastAPI
 from pydantic import ValidationError
 
+from quipu.auth.access import Access
 from quipu.core.records import Principal, Role
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
@@ -110,6 +113,31 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
     except BaseException:
         store.close()
         raise
+
+
+def build_server(
+    settings: Settings, embedder: Embedder | None = None
+) -> tuple[FastAPI, MemoryService]:
+    """The HTTP app with its service. With ``auth`` on, every request needs a key or run token
+    and writes are rate-limited per key; off, requests act as the local principal."""
+    from quipu.auth.ratelimit import RateLimiter
+    from quipu.surfaces.http.app import create_app
+    from quipu.surfaces.http.auth import bearer_resolver, local_resolver
+
+    service = build_service(settings, embedder)
+    if not settings.auth:
+        resolver = local_resolver(local_principal(settings, "http"))
+        return create_app(service, resolver, max_body_bytes=settings.max_body_bytes), service
+    service.limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+    access = build_access(settings, service.store)
+    app = create_app(
+        service, bearer_resolver(access), max_body_bytes=settings.max_body_bytes, access=access
+    )
+    return app, service
+
+
+def build_access(settings: Settings, store: Store) -> Access:
+    return Access(store, max_token_ttl=timedelta(seconds=settings.max_token_ttl_seconds))
 
 
 def local_principal(settings: Settings, surface: str = "library") -> Principal:

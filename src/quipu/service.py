@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from quipu.auth.ratelimit import RateLimiter
 from quipu.core import validate
+from quipu.core.auth import AuditEvent
 from quipu.core.query import Candidate, Cursor, Filters, Hit, Page, RecallResult
 from quipu.core.records import (
     Kind,
@@ -20,17 +22,19 @@ from quipu.core.records import (
     Principal,
     Provenance,
     Relation,
+    Role,
+    Scope,
     ScopeRef,
     Source,
     Status,
     Trust,
     WriteResult,
 )
-from quipu.core.scopes import check_write, resolve_scope
+from quipu.core.scopes import check_write, parse_scope, resolve_scope
 from quipu.core.text import content_hash, embedding_key, fold
 from quipu.core.versions import Change
 from quipu.embeddings.base import Embedder
-from quipu.errors import EmbeddingUnavailable, InvalidInput, NotFound
+from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
 from quipu.retrieval.fusion import rrf
 from quipu.safety import find_secrets, looks_like_injection, secret_error
 from quipu.settings import Settings
@@ -71,10 +75,12 @@ class MemoryService:
         embedder: Embedder | None,
         limits: Limits | None = None,
         clock: Callable[[], datetime] | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.limits = limits or Limits()
+        self.limiter = limiter
         self._clock = clock or (lambda: datetime.now(UTC))
         if embedder is not None:
             store.pin_embedding(EmbeddingPin(embedder.model_id, embedder.dimension))
@@ -108,6 +114,7 @@ class MemoryService:
         body = validate.text(text, max_bytes=lim.max_text_bytes)
         ref = resolve_scope(principal, scope)
         check_write(principal, ref)
+        self._admit_write(principal)
         source_v = validate.enum(Source, source, field="source")
         tags_v = validate.labels(tags, field="tags", max_count=lim.max_tags)
         aliases_v = validate.labels(aliases, field="aliases", max_count=lim.max_aliases)
@@ -189,6 +196,7 @@ class MemoryService:
         body = validate.text(text, max_bytes=self.limits.max_text_bytes)
         self._refuse_secrets(body, (), (), {})
         ref = self._authorise(principal, memory_id, scope, write=True)
+        self._admit_write(principal)
         vector = self._embed_for_write(ref.tenant_id, body)
         change = Change(
             actor=principal.key_id,
@@ -223,6 +231,7 @@ class MemoryService:
     ) -> MemoryVersion:
         """Link ``old_id`` to its replacement and end its validity now (MEM-4)."""
         ref = self._authorise(principal, old_id, scope, write=True)
+        self._admit_write(principal)
         if old_id == new_id:
             raise InvalidInput("a memory cannot supersede itself", code="invalid_supersede")
         change = Change(
@@ -264,6 +273,19 @@ class MemoryService:
         """Move a memory through the lifecycle (LIFE-1); illegal moves are 409."""
         target = validate.enum(Status, status, field="status")
         ref = self._authorise(principal, memory_id, scope, write=True)
+        self._admit_write(principal)
+        return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
+
+    def _move(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        memory_id: str,
+        target: Status,
+        reason: object,
+        expected_version: int | None,
+        relation: Relation,
+    ) -> MemoryVersion:
         change = Change(
             actor=principal.key_id, relation=relation, reason=_reason(reason), status=target
         )
@@ -405,7 +427,114 @@ class MemoryService:
                     memory = _with_model(memory, None)
                 yield memory, vector
 
-        return self.store.import_versions(checked())
+        count = self.store.import_versions(checked())
+        self._audit(principal, "memory.import", (), details={"versions": count})
+        return count
+
+    # -- oversight and audit (SCOPE-8, SAFE-4) -----------------------------------------------
+    def oversight_list(
+        self,
+        principal: Principal,
+        *,
+        scope: str,
+        owner: object,
+        cursor: str | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> Page:
+        """A superadmin lists any subject's memories in the tenant it names; audited."""
+        ref = self._oversight_ref(principal, scope, owner)
+        size = validate.bounded_int(
+            self.limits.max_page if limit is None else limit,
+            field="limit",
+            low=1,
+            high=self.limits.max_page,
+        )
+        at = None if cursor is None else Cursor.decode(cursor)
+        page = self.store.list_page(ref, self._filters(**filters), at, size)
+        self._audit(
+            principal,
+            "oversight.list",
+            tuple(m.id for m in page.items),
+            details={"scope": ref.scope.value, "owner": ref.owner},
+        )
+        return page
+
+    def oversight_forget(
+        self, principal: Principal, memory_id: object, *, reason: object = None
+    ) -> MemoryVersion:
+        """A superadmin forgets any memory of the tenant it names; audited."""
+        if principal.role is not Role.SUPERADMIN:
+            raise Forbidden("oversight is for superadmins", code="forbidden")
+        ident = validate.identifier(memory_id, field="id")
+        ref = self.store.locate(principal.tenant_id, ident)
+        if ref is None:
+            raise _not_found(ident)
+        memory = self._move(
+            principal, ref, ident, Status.UNAVAILABLE, reason, None, Relation.FORGETS
+        )
+        self._audit(principal, "oversight.forget", (ident,), reason=_reason(reason))
+        return memory
+
+    def audit(
+        self, principal: Principal, *, cursor: str | None = None, limit: int | None = None
+    ) -> tuple[list[AuditEvent], str | None]:
+        """The tenant's audit log, newest first, for admins (SAFE-4)."""
+        if principal.role not in (Role.ADMIN, Role.SUPERADMIN):
+            raise Forbidden("the audit log is for admins", code="forbidden")
+        size = validate.bounded_int(
+            self.limits.max_page if limit is None else limit,
+            field="limit",
+            low=1,
+            high=self.limits.max_page,
+        )
+        before = None
+        if cursor is not None:
+            if not cursor.isdigit():
+                raise InvalidInput(
+                    "the cursor is not one this server issued", code="invalid_cursor"
+                )
+            before = int(cursor)
+        events = self.store.list_audit(principal.tenant_id, before, size + 1)
+        next_cursor = str(events[size - 1].seq) if len(events) > size else None
+        return events[:size], next_cursor
+
+    def _oversight_ref(self, principal: Principal, scope: str, owner: object) -> ScopeRef:
+        if principal.role is not Role.SUPERADMIN:
+            raise Forbidden("oversight is for superadmins", code="forbidden")
+        kind = parse_scope(scope)
+        if kind is Scope.GLOBAL:
+            return resolve_scope(principal, kind)
+        return ScopeRef(principal.tenant_id, kind, validate.identifier(owner, field="owner"))
+
+    def _audit(
+        self,
+        principal: Principal,
+        action: str,
+        targets: tuple[str, ...],
+        *,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.store.record_audit(
+            AuditEvent(
+                tenant_id=principal.tenant_id,
+                at=self._clock(),
+                actor_key=principal.key_id,
+                surface=principal.surface,
+                action=action,
+                target_ids=targets,
+                role=principal.role.value,
+                agent_id=principal.agent_id,
+                user_id=principal.user_id,
+                reason=reason,
+                details=dict(details or {}),
+            )
+        )
+
+    def _admit_write(self, principal: Principal) -> None:
+        if self.limiter is not None:
+            self.limiter.take(principal.key_id)
 
     def embed_pending(self, batch: int = 64) -> int:
         """Embed rows stored without a vector (deferred or written while the embedder was down)."""

@@ -75,6 +75,23 @@ class Settings(BaseModel):
     local_user_id: str = Field(
         "local-user", min_length=1, description="user_id of the local principal."
     )
+    auth: bool = Field(
+        False,
+        description="Require API keys or run tokens on every HTTP/MCP request (multi-tenant "
+        "mode). Off: the server acts as the local principal and binds loopback only.",
+    )
+    rate_limit_per_second: float = Field(
+        20.0, gt=0, le=100_000, description="Writes per second each key may sustain (MEM-5)."
+    )
+    rate_limit_burst: int = Field(
+        100, ge=1, le=1_000_000, description="Writes a key may make in a burst before limiting."
+    )
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, le=104_857_600, description="Largest HTTP request body (413 above)."
+    )
+    max_token_ttl_seconds: int = Field(
+        86_400, ge=60, le=2_592_000, description="Longest lifetime of a minted run token."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Server log level."
     )

@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from quipu.core.auth import AuditEvent, Credential, Tenant
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, ScopeRef, WriteResult
 from quipu.core.versions import Change
@@ -138,6 +139,31 @@ class Store(Protocol):
         """Store vectors for versions saved without one: (key, embedding_key, vector)."""
 
     def load(self, keys: Sequence[int]) -> dict[int, MemoryVersion]: ...
+
+    # -- tenants, credentials, audit (SCOPE-1, SCOPE-2, SAFE-4) ------------------------------
+    # Every memory version a backend writes is also written to the audit log in the same
+    # transaction (except verbatim imports, which the service audits as one event).
+    def create_tenant(self, tenant: Tenant) -> None:
+        """Conflict ``tenant_exists`` when the id is taken."""
+
+    def get_tenant(self, tenant_id: str) -> Tenant | None: ...
+
+    def list_tenants(self) -> list[Tenant]: ...
+
+    def insert_credential(self, credential: Credential, secret_hash: str) -> None: ...
+
+    def find_credential(self, key_id: str) -> tuple[Credential, str] | None: ...
+
+    def list_credentials(self, tenant_id: str) -> list[Credential]: ...
+
+    def revoke_credential(self, tenant_id: str, key_id: str, at: datetime) -> bool: ...
+
+    def touch_credential(self, key_id: str, at: datetime) -> None: ...
+
+    def record_audit(self, event: AuditEvent) -> None: ...
+
+    def list_audit(self, tenant_id: str, before: int | None, limit: int) -> list[AuditEvent]:
+        """Newest first, ``seq < before``."""
 
     def export_versions(
         self, tenant_id: str | None

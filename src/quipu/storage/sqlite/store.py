@@ -36,6 +36,7 @@ from quipu.core.versions import UNSET, Change, check_expected, next_version, val
 from quipu.errors import Conflict, LimitExceeded, NotFound
 from quipu.retrieval.bm25 import TOKENIZER_VERSION, tokenize
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
+from quipu.storage.sqlite.control import ControlTables, insert_audit, version_audit
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
 from quipu.storage.sqlite.scope_index import Row, ScopeIndex
@@ -46,7 +47,7 @@ _HIDDEN = ("unavailable", "quarantined", "candidate")
 _CHUNK = 500
 
 
-class SQLiteStore:
+class SQLiteStore(ControlTables):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(
@@ -302,6 +303,8 @@ class SQLiteStore:
         memory: MemoryVersion,
         vector: Vector | None,
         embedding_key: str | None,
+        *,
+        audit: bool = True,
     ) -> int:
         blob = None
         if vector is not None and embedding_key is not None and memory.embedding_model:
@@ -311,6 +314,8 @@ class SQLiteStore:
         cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key, blob))
         key = cursor.lastrowid
         assert key is not None
+        if audit:
+            insert_audit(c, version_audit(memory))
         if memory.is_current:
             c.executemany(
                 "INSERT OR IGNORE INTO memory_aliases (tenant_id, scope, owner, folded, key)"
@@ -365,7 +370,7 @@ class SQLiteStore:
                         continue
                     ref = ScopeRef(memory.tenant_id, memory.scope, memory.owner)
                     key_text = text_embedding_key(memory.text) if vector is not None else None
-                    key = self._write_version(c, ref, memory, vector, key_text)
+                    key = self._write_version(c, ref, memory, vector, key_text, audit=False)
                     successor = versions[i + 1][0] if i + 1 < len(versions) else None
                     end = valid_to(memory, successor) if successor else memory.invalid_at
                     c.execute(

@@ -20,12 +20,15 @@ from quipu.composition import build_service, load_settings, local_principal
 from quipu.errors import ConfigurationError, QuipuError
 from quipu.service import MemoryService
 from quipu.settings import Settings
-from quipu.surfaces.cli import bench
+from quipu.surfaces.cli import access, bench
 
 app = typer.Typer(
     help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
 )
 app.add_typer(bench.app, name="bench")
+app.add_typer(access.tenants, name="tenants")
+app.add_typer(access.keys, name="keys")
+app.add_typer(access.tokens, name="tokens")
 console = Console()
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -80,26 +83,38 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
 def serve(
     db: Db = None,
     config: Config = None,
-    host: Annotated[str | None, typer.Option(help="Bind address (loopback only).")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address.")] = None,
     port: Annotated[int | None, typer.Option(help="Port.")] = None,
+    auth: Annotated[
+        bool | None, typer.Option("--auth/--no-auth", help="Require API keys (multi-tenant).")
+    ] = None,
 ) -> None:
     """Run the HTTP API (OpenAPI docs at /docs) on the configured store."""
     import uvicorn
 
-    from quipu.surfaces.http.app import create_app
+    from quipu.composition import build_server
 
-    settings = _settings(db, config, host=host, port=port)
-    if not _is_loopback(settings.host):
+    settings = _settings(db, config, host=host, port=port, auth=auth)
+    if not settings.auth and not _is_loopback(settings.host):
         err.print(
-            f"[red]refusing to bind {settings.host}:[/red] this server has no authentication yet; "
-            "bind a loopback address (127.0.0.1) instead"
+            f"[red]refusing to bind {settings.host}:[/red] without authentication the server acts "
+            "as the local principal; bind 127.0.0.1, or start with --auth (API keys required)"
         )
         raise typer.Exit(2)
-    service = build_service(settings)
-    principal = local_principal(settings, surface="http")
-    api = create_app(service, lambda _request: principal)
+    try:
+        api, service = build_server(settings)
+    except QuipuError as exc:
+        err.print(f"[red]{exc.code}:[/red] {exc.message}")
+        raise typer.Exit(2) from None
     url = f"http://{settings.host}:{settings.port}"
-    console.print(f"Quipu {settings.database} on {url}  (OpenAPI docs: {url}/docs)")
+    mode = "API keys required" if settings.auth else "local principal, no authentication"
+    console.print(f"Quipu {settings.database} on {url} ({mode}); OpenAPI docs: {url}/docs")
+    if settings.auth and not service.store.list_tenants():
+        console.print(
+            "No tenants or keys yet. Create the first admin key (shown once):\n"
+            f"  quipu tenants create acme --db {settings.database}\n"
+            f"  quipu keys create --tenant acme --role admin --db {settings.database}"
+        )
     try:
         uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level)
     finally:

@@ -8,10 +8,11 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request, Response
 
 from quipu import __version__
+from quipu.auth.access import Access
 from quipu.service import MemoryService
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
-from quipu.surfaces.http.routers import health, memories, recall
+from quipu.surfaces.http.routers import admin, health, memories, recall
 
 
 def create_app(
@@ -19,6 +20,7 @@ def create_app(
     resolve_principal: PrincipalResolver,
     *,
     max_body_bytes: int = 1_048_576,
+    access: Access | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="Quipu",
@@ -27,6 +29,7 @@ def create_app(
     )
     app.state.service = service
     app.state.resolve_principal = resolve_principal
+    app.state.access = access
     errors.install(app)
 
     @app.middleware("http")
@@ -43,4 +46,5 @@ def create_app(
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(recall.router)
+    app.include_router(admin.router)
     return app

@@ -1,0 +1,1 @@
+"""Authentication and admission: tenants, API keys, run tokens, rate limits."""

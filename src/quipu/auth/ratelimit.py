@@ -1,0 +1,41 @@
+"""Per-key token buckets for writes (MEM-5). In-process and thread-safe."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from quipu.errors import LimitExceeded
+
+
+class RateLimiter:
+    """``rate`` tokens per second refill up to ``burst``; each write takes one."""
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def take(self, key: str) -> None:
+        """Spend one token for ``key`` or raise 429 ``rate_limited`` with a Retry-After."""
+        with self._lock:
+            now = self._clock()
+            tokens, last = self._buckets.get(key, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+            if tokens < 1.0:
+                self._buckets[key] = (tokens, now)
+                wait = (1.0 - tokens) / self.rate
+                raise LimitExceeded(
+                    f"too many writes for this key; retry in {wait:.1f}s",
+                    code="rate_limited",
+                    details={"retry_after_s": round(wait, 3)},
+                    retry_after=wait,
+                )
+            self._buckets[key] = (tokens - 1.0, now)
+            if len(self._buckets) > 100_000:
+                self._buckets.clear()

@@ -1,0 +1,71 @@
+"""Run tokens for service keys, the audit log for admins, and superadmin oversight."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from quipu.auth.access import Access
+from quipu.core.records import Principal
+from quipu.errors import NotFound
+from quipu.service import MemoryService
+from quipu.surfaces.http.deps import principal, service
+from quipu.surfaces.http.schemas import Body
+
+router = APIRouter(prefix="/v1", tags=["access"])
+Svc = Annotated[MemoryService, Depends(service)]
+Who = Annotated[Principal, Depends(principal)]
+
+
+class TokenBody(Body):
+    agent_id: str
+    user_id: str | None = None
+    ttl_seconds: int = 3600
+
+
+def _access(request: Request) -> Access:
+    access: Access | None = request.app.state.access
+    if access is None:
+        raise NotFound("run tokens need a server started with authentication (auth = true)")
+    return access
+
+
+@router.post("/tokens", status_code=201, summary="Mint a run token (service keys)")
+def mint_token(body: TokenBody, who: Who, request: Request) -> dict[str, Any]:
+    credential, secret = _access(request).mint_run_token(
+        who, body.agent_id, body.user_id, timedelta(seconds=body.ttl_seconds)
+    )
+    return {"token": secret, "credential": credential.to_dict()}
+
+
+@router.get("/audit", summary="The tenant's audit log (admins)")
+def audit(
+    svc: Svc,
+    who: Who,
+    cursor: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> dict[str, Any]:
+    events, next_cursor = svc.audit(who, cursor=cursor, limit=limit)
+    return {"items": [e.to_dict() for e in events], "next_cursor": next_cursor}
+
+
+@router.get("/admin/memories", summary="List any subject's memories (superadmin oversight)")
+def oversight_list(
+    svc: Svc,
+    who: Who,
+    scope: str,
+    owner: str,
+    cursor: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> dict[str, Any]:
+    page = svc.oversight_list(who, scope=scope, owner=owner, cursor=cursor, limit=limit)
+    return {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}
+
+
+@router.delete("/admin/memories/{memory_id}", summary="Forget any memory (superadmin oversight)")
+def oversight_forget(
+    memory_id: str, svc: Svc, who: Who, reason: str | None = None
+) -> dict[str, Any]:
+    return svc.oversight_forget(who, memory_id, reason=reason).to_dict()
