@@ -12,6 +12,7 @@ from quipu.auth.access import Access
 from quipu.service import MemoryService
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
+from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.surfaces.http.routers import admin, health, memories, recall
 
 
@@ -44,7 +45,6 @@ def create_app(
         return await call_next(request)
 
     app.include_router(health.router)
-    app.include_router(memories.router)
-    app.include_router(recall.router)
-    app.include_router(admin.router)
+    for router in (memories.router, recall.router, admin.router):
+        app.include_router(router, responses=ERROR_RESPONSES)
     return app

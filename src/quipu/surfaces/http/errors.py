@@ -40,8 +40,15 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # FastAPI's own body-parsing failure (e.g. bytes that are not UTF-8): same class of
+            # problem as malformed JSON, so the same answer.
+            return envelope(422, "invalid_request", f"the request body is unreadable: {exc.detail}")
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return envelope(exc.status_code, code, str(exc.detail))
+        response = envelope(exc.status_code, code, str(exc.detail))
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -66,3 +66,30 @@ class PatchBody(Body):
 class SupersedeBody(Body):
     new_id: str
     reason: str | None = None
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. version_conflict.")
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorEnvelope(BaseModel):
+    """Every error response (API-2)."""
+
+    error: ErrorDetail
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorEnvelope, "description": description}
+    for status, description in {
+        401: "Missing, unknown, expired or revoked credential",
+        403: "The credential may not do this",
+        404: "Not found (foreign ids look exactly like missing ones)",
+        409: "Version conflict or illegal lifecycle move",
+        413: "Request body too large",
+        422: "Invalid input; the code says which",
+        429: "Quota or rate limit; Retry-After tells when to retry",
+        503: "A dependency is unavailable; retry later",
+    }.items()
+}

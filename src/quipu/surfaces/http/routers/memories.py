@@ -18,7 +18,12 @@ Svc = Annotated[MemoryService, Depends(service)]
 Who = Annotated[Principal, Depends(principal)]
 
 
-@router.post("", status_code=201, summary="Remember a memory")
+@router.post(
+    "",
+    status_code=201,
+    summary="Remember a memory",
+    responses={200: {"description": "An exact duplicate: the existing live memory (MEM-6)"}},
+)
 def remember(body: RememberBody, svc: Svc, who: Who, response: Response) -> dict[str, Any]:
     result = svc.remember(who, **body.model_dump())
     if not result.created:
