@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 import schemathesis
-from schemathesis import checks
 from hypothesis import HealthCheck, settings
+from schemathesis import checks
 
 from quipu.composition import load_settings, local_principal
 from quipu.embeddings.local import LocalEmbedder

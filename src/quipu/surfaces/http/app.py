@@ -12,8 +12,8 @@ from quipu.auth.access import Access
 from quipu.service import MemoryService
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
-from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.surfaces.http.routers import admin, health, memories, recall
+from quipu.surfaces.http.schemas import ERROR_RESPONSES
 
 
 def create_app(
