@@ -1,0 +1,140 @@
+"""HTTP load benchmark (`quipu bench http`): a real `quipu serve` in a child process, driven
+from this process by an asyncio load generator over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import quipu
+from quipu.evals import perf
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def prepare(path: Path, rows: int) -> None:
+    """A store with ``rows`` memories in the local principal's agent scope."""
+    mem = quipu.open(path)
+    mem.import_(perf.synthetic_rows(mem, rows, [mem.principal.agent_id or "agent"]))
+    mem.close()
+
+
+def start_server(path: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "QUIPU_LOG_LEVEL": "warning"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "quipu", "serve", "--db", str(path), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early; see {log}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("server did not become healthy in 60 s")
+
+
+async def _drive(
+    url: str, concurrency: int, total: int, make: Callable[[int], tuple[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    counter = iter(range(total))
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+
+        async def worker() -> None:
+            for i in counter:
+                path, body = make(i)
+                start = time.perf_counter()
+                r = await client.post(path, json=body)
+                latencies.append((time.perf_counter() - start) * 1000)
+                statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - began
+    return {
+        "concurrency": concurrency,
+        "requests": total,
+        "requests_per_s": round(total / elapsed, 1),
+        "latency_ms": perf.percentiles(latencies),
+        "status_counts": {str(k): v for k, v in sorted(statuses.items())},
+        "server_errors": sum(v for k, v in statuses.items() if k >= 500),
+    }
+
+
+def run(
+    workdir: Path,
+    *,
+    rows: int,
+    requests: int,
+    levels: list[int],
+    progress: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    path = workdir / "http.db"
+    progress(f"loading {rows} memories")
+    prepare(path, rows)
+    port = free_port()
+    proc = start_server(path, port, workdir / "server.log")
+    url = f"http://127.0.0.1:{port}"
+    rng = random.Random(5)
+    try:
+        # warm the model and the scope index once before timing
+        httpx.post(f"{url}/v1/recall", json={"query": "warm up"}, timeout=60)
+        recall = []
+        for level in levels:
+            progress(f"recall at concurrency {level}")
+            recall.append(
+                asyncio.run(
+                    _drive(
+                        url,
+                        level,
+                        requests,
+                        lambda _i: ("/v1/recall", {"query": perf.sentence(rng), "k": 10}),
+                    )
+                )
+            )
+        progress("remember at concurrency 8")
+        remember = asyncio.run(
+            _drive(
+                url,
+                8,
+                requests,
+                lambda i: ("/v1/memories", {"text": f"{perf.sentence(rng)} load {i}"}),
+            )
+        )
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return {
+        "rows": rows,
+        "server": "quipu serve (uvicorn, 1 worker process)",
+        "recall": recall,
+        "remember": remember,
+    }
