@@ -29,11 +29,13 @@ from quipu.errors import (
     SecretDetected,
     Unavailable,
 )
+from quipu.remote import Client
 from quipu.settings import Settings
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Client",
     "Conflict",
     "EmbeddingUnavailable",
     "Filters",

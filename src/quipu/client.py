@@ -6,25 +6,66 @@ case with identity filled in; the HTTP client of the multi-tenant server mirrors
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from quipu.composition import build_service, load_settings, local_principal
+from quipu.composition import (
+    Runtime,
+    build_runtime,
+    build_service,
+    load_settings,
+    local_principal,
+)
+from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
+from quipu.core.sessions import SessionTurn
 from quipu.embeddings.base import Embedder
-from quipu.service import MemoryService
+from quipu.extraction.base import Extractor
 from quipu.storage.base import Vector
+
+
+class Session:
+    """One conversation's short-term memory (SESSION-1..3) and its promotion (PROMO-1)."""
+
+    def __init__(self, owner: Quipu, session_id: str) -> None:
+        self._owner = owner
+        self.session_id = session_id
+
+    def append(self, role: str, content: str, **options: Any) -> SessionTurn:
+        return self._owner.runtime.sessions.append(
+            self._owner.principal, self.session_id, role, content, **options
+        )
+
+    def history(self, **options: Any) -> builtins.list[SessionTurn]:
+        return self._owner.runtime.sessions.history(
+            self._owner.principal, self.session_id, **options
+        )
+
+    def promote(self, *, wait: bool = False) -> Job:
+        """Queue promotion into long-term memory; with ``wait`` run due jobs here first."""
+        job, _ = self._owner.runtime.sessions.promote(self._owner.principal, self.session_id)
+        if wait:
+            self._owner.runtime.worker.drain()
+            found = self._owner.runtime.queue.store.get_job(job.job_id)
+            if found is not None:
+                job = found
+        return job
 
 
 class Quipu:
     """A memory store opened in this process. Thread-safe; close it (or use ``with``)."""
 
-    def __init__(self, service: MemoryService, principal: Principal) -> None:
-        self.service = service
+    def __init__(self, runtime: Runtime, principal: Principal) -> None:
+        self.runtime = runtime
+        self.service = runtime.service
         self.principal = principal
+
+    def session(self, session_id: str) -> Session:
+        return Session(self, session_id)
 
     def remember(self, text: str, **options: Any) -> MemoryVersion:
         """Store ``text``; returns the memory (the existing one for an exact duplicate)."""
@@ -65,7 +106,7 @@ class Quipu:
         return self.service.embed_pending()
 
     def close(self) -> None:
-        self.service.store.close()
+        self.runtime.close()
 
     def __enter__(self) -> Quipu:
         return self
@@ -87,10 +128,15 @@ def open(
     path: str | Path,
     *,
     embedder: Embedder | None = None,
+    extractor: Extractor | None = None,
     **settings: Any,
 ) -> Quipu:
     """Open (creating if needed) a memory file. ``settings`` override any Settings field;
-    ``embedder`` replaces the configured one (e.g. a shared instance across stores)."""
+    ``embedder`` / ``extractor`` replace the configured ones (e.g. one shared model). A job
+    worker thread runs promotion, sweeps and pruning unless ``worker_embedded=False``."""
     resolved = load_settings({**settings, "database": str(path)}, environ={})
     service = build_service(resolved, embedder)
-    return Quipu(service, local_principal(resolved))
+    runtime = build_runtime(resolved, service, extractor=extractor)
+    if resolved.worker_embedded:
+        runtime.worker.start()
+    return Quipu(runtime, local_principal(resolved))

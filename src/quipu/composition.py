@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,11 @@ from quipu.auth.access import Access
 from quipu.core.records import Principal, Role
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
+from quipu.extraction.base import Extractor
+from quipu.jobs.queue import JobQueue
+from quipu.jobs.worker import Worker
 from quipu.service import Limits, MemoryService
+from quipu.sessions import SessionConfig, SessionService
 from quipu.settings import Settings
 from quipu.storage.base import Store
 
@@ -76,7 +81,18 @@ def _parse_env(name: str, raw: str, annotation: Any) -> Any:
     return raw
 
 
+def is_postgres_url(database: str) -> bool:
+    """A ``postgresql://`` (or ``postgres://``) URL selects the PostgreSQL backend."""
+    return database.startswith(("postgresql://", "postgres://"))
+
+
 def build_store(settings: Settings) -> Store:
+    # -- backend choice (issue 4): a PostgreSQL URL -> PostgresStore, anything else is a file --
+    if is_postgres_url(settings.database):
+        from quipu.storage.postgres.store import PostgresStore
+
+        return PostgresStore(settings.database)
+    # -- end backend choice --
     from quipu.storage.sqlite.store import SQLiteStore
 
     return SQLiteStore(settings.database, cache_rows=settings.vector_cache_rows)
@@ -116,24 +132,46 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
 
 
 def build_server(
-    settings: Settings, embedder: Embedder | None = None
-) -> tuple[FastAPI, MemoryService]:
-    """The HTTP app with its service. With ``auth`` on, every request needs a key or run token
-    and writes are rate-limited per key; off, requests act as the local principal."""
+    settings: Settings,
+    embedder: Embedder | None = None,
+    extractor: Extractor | None = None,
+) -> tuple[FastAPI, Runtime]:
+    """The HTTP app, with MCP at ``/mcp``, and its runtime (the worker is not started).
+
+    With ``auth`` on, every request needs a key or run token and writes are rate-limited per
+    key; off, requests act as the local principal and MCP checks the Host header."""
     from quipu.auth.ratelimit import RateLimiter
     from quipu.surfaces.http.app import create_app
     from quipu.surfaces.http.auth import bearer_resolver, local_resolver
+    from quipu.surfaces.mcp import LOOPBACK_HOSTS, mount_mcp
 
     service = build_service(settings, embedder)
+    runtime = build_runtime(settings, service, extractor=extractor)
+    limit = settings.max_body_bytes
     if not settings.auth:
         resolver = local_resolver(local_principal(settings, "http"))
-        return create_app(service, resolver, max_body_bytes=settings.max_body_bytes), service
+        app = create_app(service, resolver, max_body_bytes=limit, runtime=runtime)
+        mcp_principal = local_principal(settings, "mcp")
+        mount_mcp(
+            app,
+            service,
+            lambda _token: mcp_principal,
+            allowed_hosts=LOOPBACK_HOSTS,
+            sessions=runtime.sessions,
+        )
+        return app, runtime
     service.limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
     access = build_access(settings, service.store)
     app = create_app(
-        service, bearer_resolver(access), max_body_bytes=settings.max_body_bytes, access=access
+        service, bearer_resolver(access), max_body_bytes=limit, access=access, runtime=runtime
     )
-    return app, service
+    mount_mcp(
+        app,
+        service,
+        lambda token: access.authenticate(token, surface="mcp"),
+        sessions=runtime.sessions,
+    )
+    return app, runtime
 
 
 def build_access(settings: Settings, store: Store) -> Access:
@@ -150,3 +188,55 @@ def local_principal(settings: Settings, surface: str = "library") -> Principal:
         user_id=settings.local_user_id,
         surface=surface,
     )
+
+
+@dataclass
+class Runtime:
+    """Everything a surface needs: the memory service, sessions, the job queue and a worker."""
+
+    service: MemoryService
+    sessions: SessionService
+    queue: JobQueue
+    worker: Worker
+
+    def close(self) -> None:
+        self.worker.stop()
+        self.service.store.close()
+
+
+def build_extractor(settings: Settings) -> Extractor:
+    if settings.extractor == "model":
+        from quipu.extraction.model import ModelExtractor
+
+        assert settings.extractor_base_url and settings.extractor_model
+        return ModelExtractor(
+            base_url=settings.extractor_base_url,
+            model=settings.extractor_model,
+            api_key=settings.extractor_api_key,
+        )
+    from quipu.extraction.deterministic import DeterministicExtractor
+
+    return DeterministicExtractor()
+
+
+def build_runtime(
+    settings: Settings,
+    service: MemoryService,
+    *,
+    extractor: Extractor | None = None,
+) -> Runtime:
+    """Sessions, the durable queue and a worker with the promotion, sweep and prune handlers."""
+    from quipu.jobs import handlers
+
+    extractor = extractor or build_extractor(settings)
+    queue = JobQueue(service.store, lease=timedelta(seconds=settings.job_lease_seconds))
+    sessions = SessionService(
+        service.store,
+        SessionConfig(
+            ttl=timedelta(seconds=settings.session_ttl_seconds),
+            model_budget_per_hour=settings.model_budget_per_hour,
+            model_backed=bool(getattr(extractor, "uses_model", False)),
+        ),
+    )
+    worker = handlers.build_worker(settings, service, queue, extractor)
+    return Runtime(service, sessions, queue, worker)

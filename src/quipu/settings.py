@@ -92,6 +92,47 @@ class Settings(BaseModel):
     max_token_ttl_seconds: int = Field(
         86_400, ge=60, le=2_592_000, description="Longest lifetime of a minted run token."
     )
+    session_ttl_seconds: int = Field(
+        7 * 86_400, ge=60, description="Default lifetime of a session turn (SESSION-1)."
+    )
+    sweep_interval_seconds: int = Field(
+        300, ge=1, description="How often the promotion sweep looks for idle sessions."
+    )
+    sweep_window_seconds: int = Field(
+        1_800, ge=1, description="A session idle this long is promoted by the sweep (PROMO-6)."
+    )
+    promotion_min_confidence: float = Field(
+        0.5, ge=0, le=1, description="Extracted candidates below this confidence are dropped."
+    )
+    promotion_max_candidates: int = Field(
+        20, ge=1, le=1000, description="Most memories one promotion writes (highest first)."
+    )
+    promotion_scope: Literal["agent", "user", "agent_user"] = Field(
+        "agent_user",
+        description="Scope promoted memories are written to (agent_user falls back to agent "
+        "when the session has no user).",
+    )
+    extractor: Literal["deterministic", "model"] = Field(
+        "deterministic",
+        description="Promotion compiler: `deterministic` (no model) or `model` (an "
+        "OpenAI-compatible chat endpoint).",
+    )
+    extractor_base_url: str | None = Field(
+        None, description="Base URL of the chat-completions endpoint for `extractor = model`."
+    )
+    extractor_model: str | None = Field(None, description="Model name for the extractor.")
+    extractor_api_key: str | None = Field(
+        None, description="API key for the extractor endpoint (never logged)."
+    )
+    model_budget_per_hour: int = Field(
+        100, ge=0, description="Model compiles each tenant may spend per hour (PROMO-5)."
+    )
+    worker_embedded: bool = Field(
+        True, description="Run a job worker thread inside `quipu serve` and the library."
+    )
+    job_lease_seconds: int = Field(
+        60, ge=5, le=3600, description="How long a claimed job stays leased without a heartbeat."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Server log level."
     )
@@ -107,6 +148,15 @@ class Settings(BaseModel):
             )
         if self.default_k > self.max_k:
             raise ValueError("default_k must not exceed max_k")
+        if not (
+            self.sweep_interval_seconds < self.sweep_window_seconds < self.session_ttl_seconds
+        ):
+            raise ValueError(
+                "sweep_interval_seconds < sweep_window_seconds < session_ttl_seconds must hold "
+                "(PROMO-6)"
+            )
+        if self.extractor == "model" and not (self.extractor_base_url and self.extractor_model):
+            raise ValueError("extractor 'model' needs extractor_base_url and extractor_model")
         return self
 
     @classmethod

@@ -36,7 +36,7 @@ def _world(
     tmp_path: Path, embedder: OpenAICompatEmbedder, server: EmbeddingServer, **settings: Any
 ) -> Iterator[World]:
     s = load_settings({"database": str(tmp_path / "mt.db"), "auth": True, **settings}, environ={})
-    app, service = build_server(s, embedder)
+    app, runtime = build_server(s, embedder)
     access: Access = app.state.access
     keys: dict[str, str] = {}
     for tenant in ("t", "u"):
@@ -50,7 +50,7 @@ def _world(
     _, keys["root"] = access.create_key("t", "superadmin")
     with TestClient(app, raise_server_exceptions=False) as client:
         yield World(client, access, keys, server)
-    service.store.close()
+    runtime.close()
 
 
 @pytest.fixture

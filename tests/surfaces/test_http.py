@@ -125,3 +125,37 @@ def test_api_002_openapi_and_health(client: TestClient) -> None:
     )
     health = client.get("/healthz").json()
     assert health["status"] == "ok" and health["backend"] == "sqlite"
+
+
+def test_session_001_http_turns_promote_and_jobs(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
+    from quipu.composition import build_server
+
+    settings = load_settings({"database": str(tmp_path / "s.db")}, environ={})
+    app, runtime = build_server(settings, local_embedder)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        for role, text in [
+            ("user", "I live in Porto and I prefer window seats."),
+            ("assistant", "Noted!"),
+        ]:
+            r = c.post("/v1/sessions/chat-7/turns", json={"role": role, "content": text})
+            assert r.status_code == 201
+        turns = c.get("/v1/sessions/chat-7/turns").json()["turns"]
+        assert [t["seq"] for t in turns] == [1, 2]
+        bad = c.post("/v1/sessions/chat-7/turns", json={"role": "god", "content": "x"})
+        assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_role"
+        queued = c.post("/v1/sessions/chat-7/promote")
+        assert queued.status_code == 202 and queued.json()["job"]["status"] == "queued"
+        assert c.post("/v1/sessions/chat-7/promote").status_code == 200
+        runtime.worker.drain()
+        jobs = c.get("/v1/jobs").json()["items"]
+        assert jobs[0]["status"] == "succeeded" and jobs[0]["result"]["created"] >= 2
+        recalled = c.post(
+            "/v1/recall", json={"query": "where does the user live", "scope": "agent_user"}
+        ).json()
+        assert "Porto" in recalled["results"][0]["memory"]["text"]
+        assert (
+            c.post(f"/v1/jobs/{jobs[0]['job_id']}/retry").json()["error"]["code"]
+            == "job_not_retryable"
+        )
+        assert c.post("/v1/jobs/nope/cancel").status_code == 404
+    runtime.close()

@@ -3,6 +3,7 @@
 import quipu
 
 EXPECTED = [
+    "Client",
     "Conflict",
     "EmbeddingUnavailable",
     "Filters",

@@ -10,14 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from quipu.core.auth import AuditEvent, Credential, Tenant
+from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, ScopeRef, WriteResult
+from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
 from quipu.core.versions import Change
 
 Vector = npt.NDArray[np.float32]
@@ -164,6 +166,72 @@ class Store(Protocol):
 
     def list_audit(self, tenant_id: str, before: int | None, limit: int) -> list[AuditEvent]:
         """Newest first, ``seq < before``."""
+
+    # -- sessions, watermarks, jobs, model budget (SESSION, PROMO, JOB) ----------------------
+    def append_turn(
+        self,
+        key: SessionKey,
+        role: str,
+        content: str,
+        metadata: dict[str, Any],
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> SessionTurn:
+        """Append with the next sequence number of that session (total, deterministic order)."""
+
+    def session_turns(
+        self, key: SessionKey, after_seq: int, limit: int, now: datetime
+    ) -> list[SessionTurn]:
+        """Unexpired turns after ``after_seq``, in order."""
+
+    def prune_turns(self, now: datetime, limit: int) -> int: ...
+
+    def idle_sessions(
+        self, idle_before: datetime, now: datetime, limit: int
+    ) -> list[IdleSession]: ...
+
+    def get_watermark(self, key: SessionKey) -> Watermark | None: ...
+
+    def set_watermark(self, key: SessionKey, mark: Watermark) -> None: ...
+
+    def enqueue_job(self, job: NewJob, now: datetime) -> tuple[Job, bool]: ...
+
+    def claim_job(
+        self, kinds: list[str], worker: str, lease_until: datetime, now: datetime
+    ) -> Job | None: ...
+
+    def heartbeat_job(
+        self,
+        job_id: str,
+        token: int,
+        lease_until: datetime,
+        checkpoint: dict[str, Any] | None,
+        now: datetime,
+    ) -> bool: ...
+
+    def finish_job(
+        self,
+        job_id: str,
+        token: int,
+        status: JobStatus,
+        now: datetime,
+        *,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        run_after: datetime | None = None,
+    ) -> bool: ...
+
+    def cancel_job(self, job_id: str, now: datetime) -> Job | None: ...
+
+    def retry_job(self, job_id: str, now: datetime) -> Job | None: ...
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def list_jobs(
+        self, tenant_id: str | None, status: JobStatus | None, limit: int
+    ) -> list[Job]: ...
+
+    def reserve_budget(self, tenant_id: str, window_start: datetime, limit: int) -> bool: ...
 
     def export_versions(
         self, tenant_id: str | None

@@ -40,6 +40,7 @@ from quipu.storage.sqlite.control import ControlTables, insert_audit, version_au
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
 from quipu.storage.sqlite.scope_index import Row, ScopeIndex
+from quipu.storage.sqlite.work import WorkTables
 from quipu.storage.timecodec import FOREVER, to_micros, to_micros_opt
 
 _LIVE = tuple(s.value for s in LIVE)
@@ -47,7 +48,7 @@ _HIDDEN = ("unavailable", "quarantined", "candidate")
 _CHUNK = 500
 
 
-class SQLiteStore(ControlTables):
+class SQLiteStore(ControlTables, WorkTables):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(

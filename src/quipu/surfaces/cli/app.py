@@ -20,7 +20,7 @@ from quipu.composition import build_service, load_settings, local_principal
 from quipu.errors import ConfigurationError, QuipuError
 from quipu.service import MemoryService
 from quipu.settings import Settings
-from quipu.surfaces.cli import access, bench
+from quipu.surfaces.cli import access, bench, jobs
 
 app = typer.Typer(
     help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -29,6 +29,8 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(access.tenants, name="tenants")
 app.add_typer(access.keys, name="keys")
 app.add_typer(access.tokens, name="tokens")
+app.add_typer(jobs.jobs, name="jobs")
+app.command()(jobs.worker)
 console = Console()
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -102,13 +104,16 @@ def serve(
         )
         raise typer.Exit(2)
     try:
-        api, service = build_server(settings)
+        api, runtime = build_server(settings)
     except QuipuError as exc:
         err.print(f"[red]{exc.code}:[/red] {exc.message}")
         raise typer.Exit(2) from None
     url = f"http://{settings.host}:{settings.port}"
     mode = "API keys required" if settings.auth else "local principal, no authentication"
     console.print(f"Quipu {settings.database} on {url} ({mode}); OpenAPI docs: {url}/docs")
+    service = runtime.service
+    if settings.worker_embedded:
+        runtime.worker.start()
     if settings.auth and not service.store.list_tenants():
         console.print(
             "No tenants or keys yet. Create the first admin key (shown once):\n"
@@ -118,7 +123,7 @@ def serve(
     try:
         uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level)
     finally:
-        service.store.close()
+        runtime.close()
 
 
 def _is_loopback(host: str) -> bool:
@@ -128,6 +133,35 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+@app.command("mcp")
+def mcp_(db: Db = None, config: Config = None) -> None:
+    """Run the MCP server over stdio for a local agent, as the trusted local principal."""
+    from quipu.composition import build_runtime
+    from quipu.surfaces.mcp import create_mcp_server, fixed_principal
+
+    settings = _settings(db, config)
+    try:
+        service = build_service(settings)
+        runtime = build_runtime(settings, service)
+    except QuipuError as exc:
+        err.print(f"[red]{exc.code}:[/red] {exc.message}")
+        raise typer.Exit(2) from None
+    principal = local_principal(settings, "mcp")
+    server = create_mcp_server(
+        service,
+        fixed_principal(principal),
+        log_level="DEBUG" if settings.log_level == "debug" else "WARNING",
+        sessions=runtime.sessions,
+    )
+    if settings.worker_embedded:
+        runtime.worker.start()
+    # stdout carries the protocol: nothing else may print there (logs go to stderr).
+    try:
+        server.run("stdio")
+    finally:
+        runtime.close()
 
 
 @app.command()

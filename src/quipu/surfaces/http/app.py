@@ -9,10 +9,11 @@ from fastapi import FastAPI, Request, Response
 
 from quipu import __version__
 from quipu.auth.access import Access
+from quipu.composition import Runtime
 from quipu.service import MemoryService
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
-from quipu.surfaces.http.routers import admin, health, memories, recall
+from quipu.surfaces.http.routers import admin, health, memories, recall, sessions
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
 
 
@@ -22,6 +23,7 @@ def create_app(
     *,
     max_body_bytes: int = 1_048_576,
     access: Access | None = None,
+    runtime: Runtime | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="Quipu",
@@ -31,6 +33,7 @@ def create_app(
     app.state.service = service
     app.state.resolve_principal = resolve_principal
     app.state.access = access
+    app.state.runtime = runtime
     errors.install(app)
 
     @app.middleware("http")
@@ -45,6 +48,6 @@ def create_app(
         return await call_next(request)
 
     app.include_router(health.router)
-    for router in (memories.router, recall.router, admin.router):
+    for router in (memories.router, recall.router, sessions.router, admin.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     return app

@@ -1,0 +1,61 @@
+"""The job kinds a worker runs, and the schedule of periodic sweeps."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from quipu.extraction.base import Extractor
+from quipu.jobs.promotion import Promoter, PromotionConfig, sweep
+from quipu.jobs.queue import JobQueue, Lease
+from quipu.jobs.worker import Handler, Periodic, Worker
+from quipu.service import MemoryService
+from quipu.sessions import PROMOTE
+from quipu.settings import Settings
+
+SWEEP = "sweep_sessions"
+PRUNE = "prune_sessions"
+EMBED = "embed_pending"
+
+
+def build_worker(
+    settings: Settings, service: MemoryService, queue: JobQueue, extractor: Extractor
+) -> Worker:
+    promoter = Promoter(
+        service,
+        extractor,
+        PromotionConfig(
+            min_confidence=settings.promotion_min_confidence,
+            max_candidates=settings.promotion_max_candidates,
+            scope=settings.promotion_scope,
+            budget_per_hour=settings.model_budget_per_hour,
+        ),
+    )
+    window = timedelta(seconds=settings.sweep_window_seconds)
+
+    def promote(lease: Lease) -> dict[str, Any]:
+        return promoter.handle(lease)
+
+    def sweep_sessions(_lease: Lease) -> dict[str, Any]:
+        return sweep(service, window, 500, lambda: datetime.now(UTC))
+
+    def prune(_lease: Lease) -> dict[str, Any]:
+        deleted = 0
+        while True:
+            n = service.store.prune_turns(datetime.now(UTC), 5000)
+            deleted += n
+            if n < 5000:
+                return {"deleted": deleted}
+
+    def embed(_lease: Lease) -> dict[str, Any]:
+        return {"embedded": service.embed_pending()}
+
+    handlers: dict[str, Handler] = {
+        PROMOTE: promote,
+        SWEEP: sweep_sessions,
+        PRUNE: prune,
+        EMBED: embed,
+    }
+    interval = timedelta(seconds=settings.sweep_interval_seconds)
+    periodic = (Periodic(SWEEP, interval), Periodic(PRUNE, interval), Periodic(EMBED, interval))
+    return Worker(queue, handlers, periodic=periodic)

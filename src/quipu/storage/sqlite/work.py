@@ -1,0 +1,355 @@
+"""Session turns, promotion watermarks, durable jobs and the model budget on SQLite (a mixin of
+:class:`SQLiteStore`). Every state change is one ``BEGIN IMMEDIATE`` transaction, so several
+worker processes sharing the file never claim the same job twice."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from quipu.core.jobs import Job, JobStatus, NewJob
+from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
+from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
+
+_JOB_COLUMNS = (
+    "job_id, tenant_id, kind, idempotency_key, payload, status, attempts, max_attempts,"
+    " run_after, fencing_token, lease_owner, lease_expires_at, checkpoint, last_error, result,"
+    " created_at, updated_at, finished_at"
+)
+
+
+class WorkTables:
+    """Needs ``_tx()`` and ``_reader()`` from the store."""
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _reader(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    # -- sessions ----------------------------------------------------------------------------
+    def append_turn(
+        self,
+        key: SessionKey,
+        role: str,
+        content: str,
+        metadata: dict[str, Any],
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> SessionTurn:
+        with self._tx() as c:
+            row = c.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM session_turns"
+                " WHERE tenant_id = ? AND owner = ? AND session_id = ?",
+                (key.tenant_id, key.owner, key.session_id),
+            ).fetchone()
+            seq = int(row[0]) + 1
+            c.execute(
+                "INSERT INTO session_turns (tenant_id, owner, session_id, seq, role, content,"
+                " metadata, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.tenant_id,
+                    key.owner,
+                    key.session_id,
+                    seq,
+                    role,
+                    content,
+                    json.dumps(metadata, sort_keys=True),
+                    to_micros(created_at),
+                    to_micros(expires_at),
+                ),
+            )
+        return SessionTurn(key.session_id, seq, role, content, metadata, created_at, expires_at)
+
+    def session_turns(
+        self, key: SessionKey, after_seq: int, limit: int, now: datetime
+    ) -> list[SessionTurn]:
+        rows = self._reader().execute(
+            "SELECT seq, role, content, metadata, created_at, expires_at FROM session_turns"
+            " WHERE tenant_id = ? AND owner = ? AND session_id = ? AND seq > ?"
+            " AND expires_at > ? ORDER BY seq LIMIT ?",
+            (key.tenant_id, key.owner, key.session_id, after_seq, to_micros(now), limit),
+        )
+        return [
+            SessionTurn(
+                key.session_id,
+                r[0],
+                r[1],
+                r[2],
+                json.loads(r[3]),
+                from_micros(r[4]),
+                from_micros(r[5]),
+            )
+            for r in rows
+        ]
+
+    def prune_turns(self, now: datetime, limit: int) -> int:
+        """Delete up to ``limit`` expired turns (the only physical delete of live data)."""
+        with self._tx() as c:
+            cur = c.execute(
+                "DELETE FROM session_turns WHERE rowid IN (SELECT rowid FROM session_turns"
+                " WHERE expires_at <= ? LIMIT ?)",
+                (to_micros(now), limit),
+            )
+            return cur.rowcount
+
+    def idle_sessions(self, idle_before: datetime, now: datetime, limit: int) -> list[IdleSession]:
+        """Sessions with turns newer than their watermark and no turn since ``idle_before``,
+        nearest expiry first (PROMO-6)."""
+        rows = self._reader().execute(
+            "SELECT t.tenant_id, t.owner, t.session_id, MAX(t.seq), MAX(t.created_at),"
+            " MIN(t.expires_at) FROM session_turns t LEFT JOIN session_watermarks w"
+            " ON w.tenant_id = t.tenant_id AND w.owner = t.owner AND w.session_id = t.session_id"
+            " WHERE t.expires_at > ? GROUP BY t.tenant_id, t.owner, t.session_id"
+            " HAVING MAX(t.created_at) <= ? AND MAX(t.seq) > COALESCE(MAX(w.last_seq), 0)"
+            " ORDER BY MIN(t.expires_at) LIMIT ?",
+            (to_micros(now), to_micros(idle_before), limit),
+        )
+        return [
+            IdleSession(SessionKey(r[0], r[1], r[2]), r[3], from_micros(r[4]), from_micros(r[5]))
+            for r in rows
+        ]
+
+    def get_watermark(self, key: SessionKey) -> Watermark | None:
+        row = (
+            self._reader()
+            .execute(
+                "SELECT fingerprint, last_seq, status, at, details FROM session_watermarks"
+                " WHERE tenant_id = ? AND owner = ? AND session_id = ?",
+                (key.tenant_id, key.owner, key.session_id),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        return Watermark(row[0], row[1], row[2], from_micros(row[3]), json.loads(row[4]))
+
+    def set_watermark(self, key: SessionKey, mark: Watermark) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO session_watermarks (tenant_id, owner, session_id, fingerprint,"
+                " last_seq, status, at, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (tenant_id, owner, session_id) DO UPDATE SET"
+                " fingerprint = excluded.fingerprint, last_seq = excluded.last_seq,"
+                " status = excluded.status, at = excluded.at, details = excluded.details",
+                (
+                    key.tenant_id,
+                    key.owner,
+                    key.session_id,
+                    mark.fingerprint,
+                    mark.last_seq,
+                    mark.status,
+                    to_micros(mark.at),
+                    json.dumps(mark.details, sort_keys=True),
+                ),
+            )
+
+    # -- jobs --------------------------------------------------------------------------------
+    def enqueue_job(self, job: NewJob, now: datetime) -> tuple[Job, bool]:
+        """(the job, created). An active job with the same key is returned instead."""
+        with self._tx() as c:
+            existing = c.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE tenant_id = ? AND kind = ?"
+                " AND idempotency_key = ? AND status IN ('queued', 'running')",
+                (job.tenant_id, job.kind, job.idempotency_key),
+            ).fetchone()
+            if existing is not None:
+                return _job(existing), False
+            job_id = uuid.uuid4().hex
+            at = to_micros(now)
+            c.execute(
+                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES"
+                " (?, ?, ?, ?, ?, 'queued', 0, ?, ?, 0, NULL, NULL, '{}', NULL, '{}', ?, ?, NULL)",
+                (
+                    job_id,
+                    job.tenant_id,
+                    job.kind,
+                    job.idempotency_key,
+                    json.dumps(job.payload, sort_keys=True),
+                    job.max_attempts,
+                    at,
+                    at,
+                    at,
+                ),
+            )
+            row = c.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,))
+            return _job(row.fetchone()), True
+
+    def claim_job(
+        self, kinds: list[str], worker: str, lease_until: datetime, now: datetime
+    ) -> Job | None:
+        """Take the oldest due job of ``kinds``: queued, or running with an expired lease (its
+        worker died). The fencing token goes up, so the old holder can no longer finish it."""
+        marks = ",".join("?" * len(kinds))
+        at = to_micros(now)
+        with self._tx() as c:
+            row = c.execute(
+                f"SELECT job_id FROM jobs WHERE kind IN ({marks}) AND ("
+                " (status = 'queued' AND run_after <= ?)"
+                " OR (status = 'running' AND lease_expires_at <= ?))"
+                " ORDER BY run_after, created_at LIMIT 1",
+                (*kinds, at, at),
+            ).fetchone()
+            if row is None:
+                return None
+            c.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1,"
+                " fencing_token = fencing_token + 1, lease_owner = ?, lease_expires_at = ?,"
+                " updated_at = ? WHERE job_id = ?",
+                (worker, to_micros(lease_until), at, row[0]),
+            )
+            return _job(
+                c.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (row[0],)).fetchone()
+            )
+
+    def heartbeat_job(
+        self,
+        job_id: str,
+        token: int,
+        lease_until: datetime,
+        checkpoint: dict[str, Any] | None,
+        now: datetime,
+    ) -> bool:
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE jobs SET lease_expires_at = ?, updated_at = ?,"
+                " checkpoint = COALESCE(?, checkpoint) WHERE job_id = ? AND fencing_token = ?"
+                " AND status = 'running'",
+                (
+                    to_micros(lease_until),
+                    to_micros(now),
+                    None if checkpoint is None else json.dumps(checkpoint, sort_keys=True),
+                    job_id,
+                    token,
+                ),
+            )
+            return cur.rowcount == 1
+
+    def finish_job(
+        self,
+        job_id: str,
+        token: int,
+        status: JobStatus,
+        now: datetime,
+        *,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        run_after: datetime | None = None,
+    ) -> bool:
+        """Record an outcome, only for the current lease holder. ``status`` QUEUED with a
+        ``run_after`` is a retry with backoff."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE jobs SET status = ?, result = ?, last_error = ?, updated_at = ?,"
+                " run_after = COALESCE(?, run_after), lease_owner = NULL, lease_expires_at = NULL,"
+                " finished_at = CASE WHEN ? IN ('succeeded', 'failed') THEN ? END"
+                " WHERE job_id = ? AND fencing_token = ? AND status = 'running'",
+                (
+                    status.value,
+                    json.dumps(result or {}, sort_keys=True),
+                    error,
+                    to_micros(now),
+                    None if run_after is None else to_micros(run_after),
+                    status.value,
+                    to_micros(now),
+                    job_id,
+                    token,
+                ),
+            )
+            return cur.rowcount == 1
+
+    def cancel_job(self, job_id: str, now: datetime) -> Job | None:
+        with self._tx() as c:
+            c.execute(
+                "UPDATE jobs SET status = 'cancelled', updated_at = ?, lease_owner = NULL,"
+                " lease_expires_at = NULL, fencing_token = fencing_token + 1"
+                " WHERE job_id = ? AND status IN ('queued', 'running')",
+                (to_micros(now), job_id),
+            )
+            row = c.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,))
+            found = row.fetchone()
+            return None if found is None else _job(found)
+
+    def retry_job(self, job_id: str, now: datetime) -> Job | None:
+        """Queue a failed or cancelled job again with a fresh attempt budget."""
+        with self._tx() as c:
+            c.execute(
+                "UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, updated_at = ?,"
+                " finished_at = NULL WHERE job_id = ? AND status IN ('failed', 'cancelled')"
+                " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.tenant_id = jobs.tenant_id"
+                " AND j.kind = jobs.kind AND j.idempotency_key = jobs.idempotency_key"
+                " AND j.status IN ('queued', 'running'))",
+                (to_micros(now), to_micros(now), job_id),
+            )
+            row = c.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,))
+            found = row.fetchone()
+            return None if found is None else _job(found)
+
+    def get_job(self, job_id: str) -> Job | None:
+        row = (
+            self._reader()
+            .execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,))
+            .fetchone()
+        )
+        return None if row is None else _job(row)
+
+    def list_jobs(self, tenant_id: str | None, status: JobStatus | None, limit: int) -> list[Job]:
+        where, params = ["1 = 1"], []
+        if tenant_id is not None:
+            where.append("tenant_id = ?")
+            params.append(tenant_id)
+        if status is not None:
+            where.append("status = ?")
+            params.append(status.value)
+        rows = self._reader().execute(
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {' AND '.join(where)}"
+            " ORDER BY created_at DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [_job(r) for r in rows]
+
+    # -- model budget ------------------------------------------------------------------------
+    def reserve_budget(self, tenant_id: str, window_start: datetime, limit: int) -> bool:
+        """Take one model call from the tenant's window, atomically; False when spent."""
+        with self._tx() as c:
+            start = to_micros(window_start)
+            row = c.execute(
+                "SELECT used FROM model_budget WHERE tenant_id = ? AND window_start = ?",
+                (tenant_id, start),
+            ).fetchone()
+            used = 0 if row is None else int(row[0])
+            if used >= limit:
+                return False
+            c.execute(
+                "INSERT INTO model_budget (tenant_id, window_start, used) VALUES (?, ?, 1)"
+                " ON CONFLICT (tenant_id, window_start) DO UPDATE SET used = used + 1",
+                (tenant_id, start),
+            )
+            return True
+
+
+def _job(r: Any) -> Job:
+    return Job(
+        job_id=r[0],
+        tenant_id=r[1],
+        kind=r[2],
+        idempotency_key=r[3],
+        payload=json.loads(r[4]),
+        status=JobStatus(r[5]),
+        attempts=r[6],
+        max_attempts=r[7],
+        run_after=from_micros(r[8]),
+        fencing_token=r[9],
+        lease_owner=r[10],
+        lease_expires_at=from_micros_opt(r[11]),
+        checkpoint=json.loads(r[12]),
+        last_error=r[13],
+        result=json.loads(r[14]),
+        created_at=from_micros(r[15]),
+        updated_at=from_micros(r[16]),
+        finished_at=from_micros_opt(r[17]),
+    )

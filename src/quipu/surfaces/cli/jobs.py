@@ -1,0 +1,117 @@
+"""`quipu worker` and `quipu jobs list|cancel|retry`: the durable queue from the shell."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from quipu.composition import Runtime, build_runtime, build_service, load_settings
+from quipu.core import validate
+from quipu.core.jobs import JobStatus
+from quipu.errors import ConfigurationError, QuipuError
+
+jobs = typer.Typer(help="Inspect, cancel and retry durable jobs.", no_args_is_help=True)
+console = Console()
+err = Console(stderr=True)
+
+Db = Annotated[Path | None, typer.Option("--db", help="SQLite file (default: setting `database`).")]
+Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
+
+
+def _runtime(db: Path | None, config: Path | None) -> Runtime:
+    try:
+        settings = load_settings({"database": str(db) if db else None}, config_file=config)
+        return build_runtime(settings, build_service(settings))
+    except ConfigurationError as exc:
+        err.print(f"[red]configuration error:[/red] {exc.message}")
+        raise typer.Exit(2) from None
+    except QuipuError as exc:
+        err.print(f"[red]{exc.code}:[/red] {exc.message}")
+        raise typer.Exit(2) from None
+
+
+def worker(
+    db: Db = None,
+    config: Config = None,
+    once: Annotated[bool, typer.Option("--once", help="Run due jobs, then exit.")] = False,
+) -> None:
+    """Run a job worker: promotion, sweeps, pruning, embedding backfill. Several workers may
+    share one store; a job is held by one worker at a time (lease + fencing token)."""
+    rt = _runtime(db, config)
+    try:
+        if once:
+            rt.worker.schedule()
+            done = rt.worker.drain()
+            console.print(f"ran {done} job(s)")
+            return
+        console.print(f"worker {rt.worker.name} running; Ctrl-C to stop")
+        signal.signal(signal.SIGTERM, lambda *_: rt.worker.stop(0))
+        with contextlib.suppress(KeyboardInterrupt):
+            rt.worker.run_forever()
+    finally:
+        rt.close()
+
+
+@jobs.command("list")
+def jobs_list(
+    db: Db = None,
+    config: Config = None,
+    status: Annotated[str | None, typer.Option(help="queued, running, succeeded, ...")] = None,
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+    limit: Annotated[int, typer.Option(help="How many.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List jobs, newest first."""
+    rt = _runtime(db, config)
+    try:
+        wanted = None if status is None else validate.enum(JobStatus, status, field="status")
+        found = [j.to_dict() for j in rt.queue.store.list_jobs(tenant, wanted, limit)]
+    except QuipuError as exc:
+        err.print(f"[red]{exc.code}:[/red] {exc.message}")
+        raise typer.Exit(1) from None
+    finally:
+        rt.close()
+    _print(found, as_json)
+
+
+def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(rows, default=str) + "\n")
+        return
+    cols = ["job_id", "tenant_id", "kind", "status", "attempts", "last_error", "updated_at"]
+    table = Table(*cols)
+    for row in rows:
+        table.add_row(*[str(row.get(c, "")) for c in cols])
+    console.print(table)
+
+
+@jobs.command("cancel")
+def jobs_cancel(job_id: str, db: Db = None, config: Config = None) -> None:
+    """Cancel a queued or running job (a running holder loses its lease)."""
+    _act(db, config, lambda rt: rt.queue.cancel(job_id), "cancelled")
+
+
+@jobs.command("retry")
+def jobs_retry(job_id: str, db: Db = None, config: Config = None) -> None:
+    """Queue a failed or cancelled job again."""
+    _act(db, config, lambda rt: rt.queue.retry(job_id), "queued")
+
+
+def _act(db: Path | None, config: Path | None, action: Any, verb: str) -> None:
+    rt = _runtime(db, config)
+    try:
+        job = action(rt)
+    except QuipuError as exc:
+        err.print(f"[red]{exc.code}:[/red] {exc.message}")
+        raise typer.Exit(1) from None
+    finally:
+        rt.close()
+    console.print(f"{job.job_id}: {job.status.value} ({verb})")

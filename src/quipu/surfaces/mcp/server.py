@@ -1,0 +1,399 @@
+"""The MCP server (API-3): the memory verbs as MCP tools over the one synchronous service.
+
+Tools are plain ``def`` functions: the SDK runs them on a worker thread, so the service never
+blocks the event loop. Who is calling comes only from ``principal_for_request`` (the trusted
+local principal over stdio, the request's own credential over HTTP); no tool has a tenant,
+owner or subject argument (SCOPE-2). A :class:`QuipuError` becomes a tool error whose text
+starts with the stable code and whose structured content is the HTTP error envelope.
+
+No ``from __future__ import annotations`` here: the SDK reads each tool's signature, and the
+argument help (which names configured limits) is built per server, so the annotations must be
+evaluated where the tools are defined.
+"""
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from quipu import __version__
+from quipu.core.records import MemoryVersion, Principal
+from quipu.errors import LimitExceeded, QuipuError
+from quipu.service import MemoryService
+from quipu.sessions import SessionService
+from quipu.surfaces.mcp import descriptions as d
+
+#: Resolves the principal of one tool call from its MCP request context.
+PrincipalForRequest = Callable[[Context], Principal]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+#: The scopes an agent reads and writes; ``global`` is left to the superadmin HTTP API.
+ScopeName = Literal["agent", "user", "agent_user", "tenant"]
+KindName = Literal["fact", "preference", "decision", "procedure", "episode", "experience", "note"]
+
+#: Page size of memory_list when the agent does not say (an agent's context is small).
+DEFAULT_LIST_LIMIT = 20
+
+TOOL_NAMES = (
+    "memory_remember",
+    "memory_recall",
+    "memory_list",
+    "memory_get",
+    "memory_history",
+    "memory_revise",
+    "memory_supersede",
+    "memory_forget",
+)
+
+
+class RememberOutput(TypedDict):
+    memory: dict[str, Any]
+    created: bool
+
+
+class RecallOutput(TypedDict):
+    results: list[dict[str, Any]]
+    meta: dict[str, Any]
+
+
+class ListOutput(TypedDict):
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+class HistoryOutput(TypedDict):
+    versions: list[dict[str, Any]]
+
+
+def fixed_principal(principal: Principal) -> PrincipalForRequest:
+    """Every call acts as ``principal``: the trusted local principal of ``quipu mcp``."""
+
+    def resolve(_ctx: Context) -> Principal:
+        return principal
+
+    return resolve
+
+
+def create_mcp_server(
+    service: MemoryService,
+    principal_for_request: PrincipalForRequest,
+    *,
+    name: str = "quipu",
+    log_level: LogLevel = "WARNING",
+    sessions: SessionService | None = None,
+) -> MCPServer:
+    """An MCP server exposing the memory tools; run it over stdio or mount it over HTTP."""
+    server: MCPServer = MCPServer(
+        name,
+        title="Quipu memory",
+        instructions=d.INSTRUCTIONS,
+        version=__version__,
+        log_level=log_level,
+    )
+
+    def call(ctx: Context, action: Callable[[Principal], Any]) -> CallToolResult:
+        try:
+            return _success(action(principal_for_request(ctx)))
+        except QuipuError as exc:
+            return _failure(exc)
+
+    reader = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    lim = service.limits
+    default_list = min(DEFAULT_LIST_LIMIT, lim.max_page)
+    bound = {**asdict(lim), "default_list": default_list}
+    text_help, metadata_help = d.TEXT.format(**bound), d.METADATA.format(**bound)
+    query_help, k_help, limit_help = (t.format(**bound) for t in (d.QUERY, d.K, d.LIMIT))
+
+    @server.tool(
+        name="memory_remember",
+        title="Remember",
+        description=d.REMEMBER,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    def memory_remember(
+        text: Annotated[str, Field(description=text_help)],
+        ctx: Context,
+        scope: Annotated[ScopeName, Field(description=d.SCOPE)] = "agent",
+        kind: Annotated[KindName, Field(description=d.KIND)] = "fact",
+        tags: Annotated[list[str] | None, Field(description=d.TAGS)] = None,
+        aliases: Annotated[list[str] | None, Field(description=d.ALIASES)] = None,
+        metadata: Annotated[dict[str, Any] | None, Field(description=metadata_help)] = None,
+        project: Annotated[str | None, Field(description=d.PROJECT)] = None,
+        confidence: Annotated[float, Field(description=d.CONFIDENCE)] = 1.0,
+        observed_at: Annotated[str | None, Field(description=d.OBSERVED_AT)] = None,
+        valid_at: Annotated[str | None, Field(description=d.VALID_AT)] = None,
+        invalid_at: Annotated[str | None, Field(description=d.INVALID_AT)] = None,
+        session_id: Annotated[str | None, Field(description=d.SESSION_ID)] = None,
+        run_id: Annotated[str | None, Field(description=d.RUN_ID)] = None,
+        quote: Annotated[str | None, Field(description=d.QUOTE)] = None,
+    ) -> Annotated[CallToolResult, RememberOutput]:
+        def act(who: Principal) -> RememberOutput:
+            result = service.remember(
+                who,
+                text,
+                scope=scope,
+                kind=kind,
+                tags=tags,
+                aliases=aliases,
+                metadata=metadata,
+                project=project,
+                confidence=confidence,
+                observed_at=observed_at,
+                valid_at=valid_at,
+                invalid_at=invalid_at,
+                session_id=session_id,
+                run_id=run_id,
+                quote=quote,
+            )
+            return {"memory": result.memory.to_dict(), "created": result.created}
+
+        return call(ctx, act)
+
+    @server.tool(name="memory_recall", title="Recall", description=d.RECALL, annotations=reader)
+    def memory_recall(
+        query: Annotated[str, Field(description=query_help)],
+        ctx: Context,
+        scope: Annotated[ScopeName, Field(description=d.READ_SCOPE)] = "agent",
+        k: Annotated[int | None, Field(description=k_help)] = None,
+        kinds: Annotated[list[KindName] | None, Field(description=d.FILTER_KINDS)] = None,
+        tags: Annotated[list[str] | None, Field(description=d.FILTER_TAGS)] = None,
+        project: Annotated[str | None, Field(description=d.PROJECT)] = None,
+        as_of: Annotated[str | None, Field(description=d.AS_OF)] = None,
+        observed_after: Annotated[str | None, Field(description=d.OBSERVED_AFTER)] = None,
+        observed_before: Annotated[str | None, Field(description=d.OBSERVED_BEFORE)] = None,
+        min_confidence: Annotated[float | None, Field(description=d.MIN_CONFIDENCE)] = None,
+    ) -> Annotated[CallToolResult, RecallOutput]:
+        return call(
+            ctx,
+            lambda who: service.recall(
+                who,
+                query,
+                scope=scope,
+                k=k,
+                kinds=kinds,
+                tags=tags,
+                project=project,
+                as_of=as_of,
+                observed_after=observed_after,
+                observed_before=observed_before,
+                min_confidence=min_confidence,
+            ).to_dict(),
+        )
+
+    @server.tool(name="memory_list", title="List memories", description=d.LIST, annotations=reader)
+    def memory_list(
+        ctx: Context,
+        scope: Annotated[ScopeName, Field(description=d.READ_SCOPE)] = "agent",
+        limit: Annotated[int | None, Field(description=limit_help)] = None,
+        cursor: Annotated[str | None, Field(description=d.CURSOR)] = None,
+        kinds: Annotated[list[KindName] | None, Field(description=d.FILTER_KINDS)] = None,
+        tags: Annotated[list[str] | None, Field(description=d.FILTER_TAGS)] = None,
+        project: Annotated[str | None, Field(description=d.PROJECT)] = None,
+        as_of: Annotated[str | None, Field(description=d.AS_OF)] = None,
+    ) -> Annotated[CallToolResult, ListOutput]:
+        def act(who: Principal) -> ListOutput:
+            page = service.list(
+                who,
+                scope=scope,
+                limit=default_list if limit is None else limit,
+                cursor=cursor,
+                kinds=kinds,
+                tags=tags,
+                project=project,
+                as_of=as_of,
+            )
+            return {"items": _dicts(page.items), "next_cursor": page.next_cursor}
+
+        return call(ctx, act)
+
+    @server.tool(name="memory_get", title="Get a memory", description=d.GET, annotations=reader)
+    def memory_get(
+        memory_id: Annotated[str, Field(description=d.MEMORY_ID)], ctx: Context
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(ctx, lambda who: service.get(who, memory_id).to_dict())
+
+    @server.tool(
+        name="memory_history", title="Memory history", description=d.HISTORY, annotations=reader
+    )
+    def memory_history(
+        memory_id: Annotated[str, Field(description=d.MEMORY_ID)], ctx: Context
+    ) -> Annotated[CallToolResult, HistoryOutput]:
+        return call(ctx, lambda who: {"versions": _dicts(service.history(who, memory_id))})
+
+    @server.tool(
+        name="memory_revise",
+        title="Revise a memory",
+        description=d.REVISE,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    def memory_revise(
+        memory_id: Annotated[str, Field(description=d.MEMORY_ID)],
+        text: Annotated[str, Field(description=d.REVISE_TEXT)],
+        ctx: Context,
+        expected_version: Annotated[int | None, Field(description=d.EXPECTED_VERSION)] = None,
+        reason: Annotated[str | None, Field(description=d.REASON)] = None,
+        valid_at: Annotated[str | None, Field(description=d.VALID_AT)] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx,
+            lambda who: service.revise(
+                who,
+                memory_id,
+                text,
+                expected_version=expected_version,
+                reason=reason,
+                valid_at=valid_at,
+            ).to_dict(),
+        )
+
+    @server.tool(
+        name="memory_supersede",
+        title="Supersede a memory",
+        description=d.SUPERSEDE,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    def memory_supersede(
+        old_id: Annotated[str, Field(description=d.OLD_ID)],
+        new_id: Annotated[str, Field(description=d.NEW_ID)],
+        ctx: Context,
+        reason: Annotated[str | None, Field(description=d.REASON)] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx, lambda who: service.supersede(who, old_id, new_id, reason=reason).to_dict()
+        )
+
+    @server.tool(
+        name="memory_forget",
+        title="Forget a memory",
+        description=d.FORGET,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    def memory_forget(
+        memory_id: Annotated[str, Field(description=d.MEMORY_ID)],
+        ctx: Context,
+        reason: Annotated[str | None, Field(description=d.REASON)] = None,
+        expected_version: Annotated[int | None, Field(description=d.EXPECTED_VERSION)] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx,
+            lambda who: service.forget(
+                who, memory_id, reason=reason, expected_version=expected_version
+            ).to_dict(),
+        )
+
+    if sessions is not None:
+        _session_tools(server, sessions, call)
+    return server
+
+
+RoleName = Literal["user", "assistant", "system", "tool", "fact"]
+
+
+def _session_tools(
+    server: MCPServer,
+    sessions: SessionService,
+    call: Callable[[Context, Callable[[Principal], Any]], CallToolResult],
+) -> None:
+    """session_append, session_history and memory_promote (SESSION, PROMO-1)."""
+    writer = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    reader = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(
+        name="session_append",
+        title="Append a session turn",
+        description=d.SESSION_APPEND,
+        annotations=writer,
+    )
+    def session_append(
+        session_id: Annotated[str, Field(description=d.SESSION)],
+        role: Annotated[RoleName, Field(description=d.ROLE)],
+        content: Annotated[str, Field(description=d.CONTENT)],
+        ctx: Context,
+        metadata: Annotated[dict[str, Any] | None, Field(description=d.METADATA_SHORT)] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx,
+            lambda who: sessions.append(
+                who, session_id, role, content, metadata=metadata
+            ).to_dict(),
+        )
+
+    @server.tool(
+        name="session_history",
+        title="Read a session",
+        description=d.SESSION_HISTORY,
+        annotations=reader,
+    )
+    def session_history(
+        session_id: Annotated[str, Field(description=d.SESSION)],
+        ctx: Context,
+        after: Annotated[int, Field(description=d.AFTER)] = 0,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx,
+            lambda who: {
+                "turns": [t.to_dict() for t in sessions.history(who, session_id, after=after)]
+            },
+        )
+
+    @server.tool(
+        name="memory_promote", title="Promote a session", description=d.PROMOTE, annotations=writer
+    )
+    def memory_promote(
+        session_id: Annotated[str, Field(description=d.SESSION)],
+        ctx: Context,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        def act(who: Principal) -> dict[str, Any]:
+            job, created = sessions.promote(who, session_id)
+            return {"job": job.to_dict(), "created": created}
+
+        return call(ctx, act)
+
+
+def _dicts(memories: list[MemoryVersion]) -> list[dict[str, Any]]:
+    return [m.to_dict() for m in memories]
+
+
+def _success(data: Any) -> CallToolResult:
+    """The result dict as structured content, and the same JSON as text for the model."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _failure(exc: QuipuError) -> CallToolResult:
+    """A tool error: text ``"<code>: <message>"`` plus the HTTP error envelope as structure."""
+    envelope = exc.to_dict()
+    if isinstance(exc, LimitExceeded) and exc.retry_after is not None:
+        envelope["error"]["details"] = {**exc.details, "retry_after": exc.retry_after}
+    text = f"{exc.code}: {exc.message}"
+    details = envelope["error"]["details"]
+    if details:
+        text += " " + json.dumps(details, ensure_ascii=False, default=str)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=envelope, is_error=True
+    )
