@@ -190,10 +190,13 @@ class Extractor(abc.ABC):
     ``extractor_id`` names the implementation and ``version`` changes whenever its output
     for the same turns may change (rules, prompt, parser): together they enter the
     extraction idempotency key (CONSOL-4) and the provenance of promoted memories.
+    ``uses_model`` is True when a run calls a model, so the promotion job reserves the
+    tenant's hourly model budget before it (PROMO-5).
     """
 
     extractor_id: str
     version: str
+    uses_model: bool = False
 
     @abc.abstractmethod
     def run(self, turns: Sequence[Turn], *, allowed_ids: Collection[str] = ()) -> ExtractionResult:

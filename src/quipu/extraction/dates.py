@@ -55,14 +55,16 @@ def _shift_month(day: date, months: int) -> date:
 
 
 def _season_year(today: date, season: str, rel: str) -> int:
+    """The year of "next/this/last <season>"; a season is named by the year it starts in."""
     start = _SEASONS[season]
-    started = today.month >= start or (start == 12 and today.month <= 2)
-    year = today.year - 1 if start == 12 and today.month <= 2 else today.year
+    recent = today.year if today.month >= start else today.year - 1  # latest start so far
+    months_in = (today.year - recent) * 12 + today.month - start
+    in_progress = months_in < 3
     if rel == "next":
-        return year + 1 if started else year
-    if rel == "last":
-        return year - 1 if started else year - 1
-    return year
+        return recent + 1
+    if rel == "this":
+        return recent if in_progress else recent + 1
+    return recent - 1 if in_progress else recent
 
 
 def _replace(match: re.Match[str], today: date) -> str:

@@ -11,8 +11,9 @@ For each user turn, in order:
 3. Each clause is cleaned of discourse markers ("by the way", "remember that"), and
    correction markers ("actually", "no, I meant", "scratch that") are noted; then the
    statement rules (:mod:`.rules`) decide kind, confidence and a standalone
-   third-person text ("User lives in Lisbon"). Relative dates are resolved against the
-   time of the turn.
+   third-person text ("User lives in Lisbon"). "She"/"he" at the start of a clause is
+   read as the last person the user called "my X" (:mod:`.people`). Relative dates are
+   resolved against the time of the turn.
 4. Corrections: "actually, it's Porto, not Lisbon" rewrites the statement it corrects;
    a statement about the same slot as an earlier one ("my actual manager is Tom" after
    "my manager is Priya") replaces it; "not X" and "I don't live in X anymore" name what
@@ -39,15 +40,18 @@ from dataclasses import dataclass, replace
 
 from quipu.core.records import Kind
 from quipu.extraction.base import Candidate, ExtractionResult, Extractor, Turn
+from quipu.extraction.classify import classify
 from quipu.extraction.dates import TRANSIENT, resolve_relative_dates
-from quipu.extraction.rules import Finding, Statement, canonical, classify, context_for_we
+from quipu.extraction.people import remember_people, resolve_pronoun
+from quipu.extraction.rules import context_for_we
 from quipu.extraction.segment import Span, clauses, sentences
+from quipu.extraction.statement import Finding, Statement, canonical
 from quipu.safety import find_secrets, looks_like_injection
 
 __all__ = ["EXTRACTOR_ID", "VERSION", "DeterministicExtractor"]
 
 EXTRACTOR_ID = "deterministic"
-VERSION = "1.0"
+VERSION = "1.1"
 _MAX_TURN_CHARS = 100_000
 _MIN_CONFIDENCE = 0.05
 
@@ -59,7 +63,7 @@ _LEAD = re.compile(
     r"|please note|note that|note|remember that|remember|keep in mind that|keep in mind"
     r"|don't forget that|don't forget|for your info(?:rmation)?|as i said|like i said"
     r"|to be honest|tbh|after (?:a lot of|much) (?:thinking|thought|deliberation)"
-    r"|after thinking about it|good news|big news|update|sorry|oops|my bad|though"
+    r"|after thinking about it|good news|big news|update|sorry|though"
     r"|in fact|to clarify|just to clarify|one more thing|also worth knowing)\b[\s,:;.!—–-]*)+",
     re.IGNORECASE,
 )
@@ -69,7 +73,8 @@ _MEMORY_CUE = re.compile(
     re.IGNORECASE,
 )
 _CORRECTION_LEAD = re.compile(
-    r"^(?:(?:actually|correction|scratch that|i mean|i meant|no wait|wait|no(?=[,.!])|nope"
+    r"^(?:(?:actually|correction|scratch that|i mean|i meant|no wait|wait|no(?=[,.!])|nope|oops"
+    r"|my bad|whoops"
     r"|rather|let me correct (?:that|myself)|not quite|i misspoke|i was wrong)\b[\s,:;.!—–-]*)+",
     re.IGNORECASE,
 )
@@ -136,7 +141,8 @@ _FIRST_PERSON = re.compile(
     r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|we've|our|us)\b", re.IGNORECASE
 )
 _SUBJECTLESS = re.compile(
-    r"^(?:moved|started|joined|adopted|bought|got|quit|finished|graduated|married|live|work"
+    r"^(?:moved|started|joined|adopted|bought|got|quit|finished|graduated|married"
+    r"|(?:live|work)(?= (?:in|at|for|as|from|on|with|remotely)\b)"
     r"|love|like|hate|prefer|enjoy|can't stand|cannot stand|can not stand|never|always"
     r"|usually|not a (?:big |huge )?fan of|big fan of|huge fan of|really into|into|obsessed"
     r"|allergic to|currently|based in|living in|working (?:at|for|as|on)|training for|planning"
@@ -177,6 +183,7 @@ class _Emitted:
 class _TurnState:
     correction: bool = False
     retracted: _Emitted | None = None  # "I don't live in X anymore", waiting for its successor
+    people: dict[str, str] | None = None  # "she" → "my partner", shared by the session's turns
 
 
 class DeterministicExtractor(Extractor):
@@ -191,6 +198,7 @@ class DeterministicExtractor(Extractor):
         emitted: list[_Emitted] = []
         user_text = " ".join(t.content for t in turns if t.is_user)[:_MAX_TURN_CHARS]
         household = context_for_we(user_text) or "User's team"
+        people: dict[str, str] = {}
         for turn in turns:
             if not turn.is_user or not turn.content.strip():
                 continue
@@ -200,7 +208,7 @@ class DeterministicExtractor(Extractor):
             if looks_like_injection(turn.content) or _MEMORY_DIRECTIVE.search(turn.content):
                 dropped["injection"] += 1
                 continue
-            self._turn(turn, emitted, dropped, household)
+            self._turn(turn, emitted, dropped, household, people)
         candidates = _dedupe([e.candidate for e in emitted])
         return ExtractionResult(
             extractor_id=self.extractor_id,
@@ -212,9 +220,14 @@ class DeterministicExtractor(Extractor):
     # ------------------------------------------------------------------ per turn
 
     def _turn(
-        self, turn: Turn, emitted: list[_Emitted], dropped: Counter[str], household: str
+        self,
+        turn: Turn,
+        emitted: list[_Emitted],
+        dropped: Counter[str],
+        household: str,
+        people: dict[str, str],
     ) -> None:
-        state = _TurnState()
+        state = _TurnState(people=people)
         for sentence in sentences(turn.content):
             if sentence.question:
                 dropped["question"] += 1
@@ -254,6 +267,10 @@ class DeterministicExtractor(Extractor):
             and self._fragment(turn, span, body, emitted, state)
         ):
             return
+        people = state.people if state.people is not None else {}
+        resolved = resolve_pronoun(body, people)
+        remember_people(body, people)
+        body = resolved
         if _SUBJECTLESS.match(body) and not _FIRST_PERSON.match(body):
             lowered = body[:1].lower() + body[1:]
             body = ("I'm " if _SUBJECTLESS_BE.match(lowered) else "I ") + lowered

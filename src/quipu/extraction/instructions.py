@@ -62,6 +62,13 @@ def _procedure(s: Statement) -> Finding | None:
 @_instruction
 def _directive(s: Statement) -> Finding | None:
     """Standing instructions to the assistant: "always show times in CET", "don't use emojis"."""
+    stop = re.match(r"^(?:please |pls |and |also |just )*stop (?P<rest>\w+ing\b.+)$", s.canon)
+    if stop and len(s.canon.split()) <= 10 and not TASK_OBJECT.search(stop["rest"]):
+        index = s.body.lower().find(stop["rest"][:6])
+        rest = third_person(s.body[index:], assistant=True)
+        return Finding(
+            Kind.PREFERENCE, 0.7, f"User wants the assistant to stop {rest[:1].lower()}{rest[1:]}"
+        )
     m = DIRECTIVE_START.match(s.canon)
     if not m:
         return None

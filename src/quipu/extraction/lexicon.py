@@ -27,7 +27,8 @@ TRANSIENT_STATES = re.compile(
     r"|in a (?:good|bad|great) mood|on (?:my|the) way|about to|going to|not sure|all set)\b"
 )
 DURABLE_STATES = re.compile(
-    r"^(?:not )?(?:(?:a |an )?(?:vegetarian|vegan|pescatarian|married|single|divorced|engaged"
+    r"^(?:not )?(?:recently |newly |happily |now )?(?:(?:a |an )?(?:vegetarian|vegan|pescatarian"
+    r"|married|single|divorced|engaged"
     r"|widowed|pregnant|retired|diabetic|celiac|coeliac|left[- ]handed|right[- ]handed"
     r"|colou?r ?blind|deaf|blind|bilingual|trilingual|self[- ]employed|unemployed|freelance"
     r"|introvert|extrovert|morning person|night owl|sober|asthmatic|autistic|dyslexic"
@@ -52,7 +53,8 @@ PREF_NEGATIVE = (
     r"hate|dislike|detest|loathe|despise|can not stand|can not bear|can not handle|do not like"
     r"|do not love|do not enjoy|do not care (?:for|about|much for)|am not into|am not (?:a )?"
     r"(?:big |huge |real )?fan of|avoid|tend to avoid|am not fond of|could not care less about"
-    r"|am not keen on|do not really (?:like|enjoy|care (?:for|about))"
+    r"|am not keen on|do not really (?:like|enjoy|care (?:for|about))|can not do|can not eat"
+    r"|can not have|can not tolerate|can not drink|try to avoid|always avoid"
 )
 FEEDBACK_OBJECT = re.compile(
     r"^(?:to )?(?:you|your)\b|^(?:the|this|that|these|those|your|all the|all these|all of"
@@ -186,7 +188,14 @@ ABSOLUTE_DATE = re.compile(
     r"|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.? \d{1,2}(?:st|nd|rd|th)?\b"
     r"|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:january|february|march|april|may|june|july|august"
     r"|september|october|november|december)\b|\d{4}-\d{2}-\d{2}|on the \d{1,2}(?:st|nd|rd|th)\b"
-    r"|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b)"
+    r"|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s))"
+)
+HABITUAL = re.compile(
+    r"\b(?:every (?:day|morning|evening|night|week|weekend|month|year|other \w+|single \w+"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|\w+day)|each (?:day|week|month"
+    r"|morning)|daily|weekly|monthly|nightly|on (?:weekends|weekdays|(?:monday|tuesday|wednesday"
+    r"|thursday|friday|saturday|sunday)s)|(?:once|twice|\d+ times|three times|four times) (?:a|per)"
+    r" (?:day|week|month|year))\b"
 )
 EVALUATIVE = re.compile(
     r"^(?:not )?(?:a bit|a little|kind of|sort of|pretty|so|too|very|quite|rather|super|different"
@@ -240,7 +249,8 @@ DIRECTIVE_START = re.compile(
     r"^(?:please |pls |and |also |just |kindly )*(?P<neg>do not|don't|never|stop|avoid|no more)?\s*"
     r"(?P<verb>always|never|use|keep|make|write|answer|respond|reply|show|give|format|address|call"
     r"|remind|include|add|put|assume|stick to|default to|prefer|avoid|mention|schedule|book|send"
-    r"|talk|speak|explain|use|round|convert|list|sign|spell|refer to|be)\b",
+    r"|talk|speak|explain|use|round|convert|list|sign|spell|refer to|be|suggesting|recommending"
+    r"|mentioning|using|sending|adding|including|asking|suggest|recommend)\b",
 )
 PERSISTENT = re.compile(
     r"\b(?:always|never|from now on|going forward|in (?:the )?future|by default|every time|whenever"

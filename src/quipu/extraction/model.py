@@ -106,6 +106,7 @@ class ModelExtractor(Extractor):
     """
 
     extractor_id = "model"
+    uses_model = True
 
     def __init__(
         self,

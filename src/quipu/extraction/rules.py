@@ -1,9 +1,8 @@
 """The statement rules of the deterministic extractor. Pure.
 
-:func:`classify` reads one cleaned clause of a user turn and says whether it is a durable
-statement: its kind, a confidence, the standalone text, and a *slot* (what the statement
-is about, such as ``live`` or ``my:manager:is:NAME``) so that a later statement about the
-same slot can supersede it. Rules are tried in order; the first that matches decides.
+Each rule reads a :class:`~quipu.extraction.statement.Statement` and returns a
+:class:`~quipu.extraction.statement.Finding` or None; :data:`RULES` holds them in the
+order :func:`quipu.extraction.classify.classify` tries them.
 
 Matching runs on a *canonical* copy of the clause (lower case, contractions expanded);
 text is written from the original clause, so names keep their case.
@@ -15,11 +14,9 @@ import re
 from collections.abc import Callable
 
 from quipu.core.records import Kind
-from quipu.extraction.instructions import INSTRUCTION_RULES
 from quipu.extraction.lexicon import (
     ABSOLUTE_DATE,
     ADV,
-    APPOSITIVE,
     CHOICE_VERBS,
     DAY_OR_MONTH,
     DEICTIC,
@@ -29,18 +26,16 @@ from quipu.extraction.lexicon import (
     FAMILY_CONTEXT,
     FEEDBACK_OBJECT,
     GOAL_VERBS,
+    HABITUAL,
     HAVE_EXCLUDED,
-    LEAD_WORD,
     MY_EXCLUDED,
     NOT_NAMES,
     ONGOING,
     PERFECT,
     PLAN_NOUNS,
     PLAN_PROGRESSIVE,
-    POSSESSIVE_SUBJECT,
     PREF_NEGATIVE,
     PREF_POSITIVE,
-    PRONOUN_SUBJECT,
     ROLE_EXCLUDED,
     ROUTINE_QUANTITY,
     SCHEDULED,
@@ -50,9 +45,9 @@ from quipu.extraction.lexicon import (
     WORK_CONTEXT,
 )
 from quipu.extraction.rewrite import IRREGULAR_PAST, third_person
-from quipu.extraction.statement import Finding, Statement, canonical
+from quipu.extraction.statement import Finding, Statement
 
-__all__ = ["Finding", "Statement", "canonical", "classify"]
+__all__ = ["RULES", "text_of", "value_after"]
 
 
 # "I love that idea", "I like the sound of it": feedback on the conversation, not a taste.
@@ -70,19 +65,19 @@ def context_for_we(text: str) -> str | None:
 
 
 Rule = Callable[[Statement], Finding | None]
-_RULES: list[Rule] = []
+RULES: list[Rule] = []
 
 
 def _rule(fn: Rule) -> Rule:
-    _RULES.append(fn)
+    RULES.append(fn)
     return fn
 
 
-def _text(s: Statement, *, assistant: bool = False) -> str:
+def text_of(s: Statement, *, assistant: bool = False) -> str:
     return third_person(s.body, we_as=s.we_as, assistant=assistant)
 
 
-def _value_after(body: str, canon_value: str) -> str | None:
+def value_after(body: str, canon_value: str) -> str | None:
     """The original-case text of ``canon_value`` found in ``body``."""
     index = body.lower().find(canon_value.strip())
     if index < 0:
@@ -121,7 +116,7 @@ def _name(s: Statement) -> Finding | None:
     )
     if not m:
         return None
-    name = _value_after(s.body, m["name"]) or ""
+    name = value_after(s.body, m["name"]) or ""
     if not all(part[:1].isupper() for part in name.split()):
         return None
     if s.canon.startswith(("i am", "this is")) and re.search(r"(?:ian|ese|ish|ch)$", name.lower()):
@@ -138,15 +133,15 @@ def _favourite(s: Statement) -> Finding | None:
         return Finding(
             Kind.PREFERENCE,
             0.85,
-            _text(s),
+            text_of(s),
             slot=f"favourite:{m['what']}",
-            value=_value_after(s.body, m["obj"]),
+            value=value_after(s.body, m["obj"]),
         )
     m = re.match(
         r"^(?P<obj>.+?) (?:is|are) (?:my|our) (?:all[- ]time )?favou?rite\b(?P<rest>.*)$", s.canon
     )
     if m and not DEICTIC.match(m["obj"]):
-        return Finding(Kind.PREFERENCE, 0.8, _text(s), value=_value_after(s.body, m["obj"]))
+        return Finding(Kind.PREFERENCE, 0.8, text_of(s), value=value_after(s.body, m["obj"]))
     return None
 
 
@@ -167,7 +162,7 @@ def _preference_verb(s: Statement) -> Finding | None:
         confidence = 0.7
     if verb == "like" and m["obj"].startswith("to "):
         confidence = 0.8
-    return Finding(Kind.PREFERENCE, confidence, _text(s), value=_value_after(s.body, m["obj"]))
+    return Finding(Kind.PREFERENCE, confidence, text_of(s), value=value_after(s.body, m["obj"]))
 
 
 @_rule
@@ -181,7 +176,7 @@ def _third_party_preference(s: Statement) -> Finding | None:
     if not m or MY_EXCLUDED.match(m["who"]) or DEICTIC.match(m["obj"]):
         return None
     kind = Kind.FACT if "allergic" in m["verb"] else Kind.PREFERENCE
-    return Finding(kind, 0.75, _text(s), slot=None, value=_value_after(s.body, m["obj"]))
+    return Finding(kind, 0.75, text_of(s), slot=None, value=value_after(s.body, m["obj"]))
 
 
 @_rule
@@ -205,9 +200,11 @@ def _habit(s: Statement) -> Finding | None:
         return None
     if DEICTIC.match(m["rest"].strip()) and m["rest"].strip():
         return None
+    if verb in ("try to", "tend to") or re.match(rf"^(?:{PREF_NEGATIVE}|{PREF_POSITIVE})\b", verb):
+        return Finding(Kind.PREFERENCE, 0.7, text_of(s), value=m["rest"].strip() or None)
     if re.match(rf"^(?:{CHOICE_VERBS})\b", verb):
-        return Finding(Kind.PREFERENCE, 0.7, _text(s), value=m["rest"].strip() or None)
-    return Finding(Kind.FACT, 0.65, _text(s), value=m["rest"].strip() or None)
+        return Finding(Kind.PREFERENCE, 0.7, text_of(s), value=m["rest"].strip() or None)
+    return Finding(Kind.FACT, 0.65, text_of(s), value=m["rest"].strip() or None)
 
 
 @_rule
@@ -228,7 +225,7 @@ def _decided(s: Statement) -> Finding | None:
         return None
     if m["verb"] in ("are doing", "are using", "will use", "will be using") and not rest:
         return None
-    return Finding(Kind.DECISION, 0.85, _text(s), slot=None, value=_value_after(s.body, rest))
+    return Finding(Kind.DECISION, 0.85, text_of(s), slot=None, value=value_after(s.body, rest))
 
 
 @_rule
@@ -247,7 +244,7 @@ def _lets(s: Statement) -> Finding | None:
     index = s.body.lower().find(m["verb"])
     rest = third_person(s.body[index:], we_as=s.we_as)
     rest = rest[:1].lower() + rest[1:]
-    return Finding(Kind.DECISION, 0.8, f"Decided to {rest}", value=_value_after(s.body, m["obj"]))
+    return Finding(Kind.DECISION, 0.8, f"Decided to {rest}", value=value_after(s.body, m["obj"]))
 
 
 @_rule
@@ -265,11 +262,13 @@ def _moved_or_lives(s: Statement) -> Finding | None:
     if not rest or re.match(r"^(?:here|there|it|this|that)\b", rest):
         return None
     if m["verb"] in ("lived",) and not re.search(r"\bfor \w+ years\b", rest):
-        return Finding(Kind.FACT, 0.6, _text(s), slot="lived", value=_value_after(s.body, rest))
+        return Finding(Kind.FACT, 0.6, text_of(s), slot="lived", value=value_after(s.body, rest))
     slot = "born" if "born" in m["verb"] else "grew" if "grew" in m["verb"] else "live"
+    if m["subj"] == "we":
+        s = Statement(body=s.body, canon=s.canon, we_as="User's family")
     value = re.sub(r"^(?:in|at|to|near|outside|from|out of|back to|over to) ", "", rest)
     confidence = 0.9 if m["verb"] in ("live", "am based", "are based", "am living") else 0.85
-    return Finding(Kind.FACT, confidence, _text(s), slot=slot, value=_value_after(s.body, value))
+    return Finding(Kind.FACT, confidence, text_of(s), slot=slot, value=value_after(s.body, value))
 
 
 @_rule
@@ -277,11 +276,11 @@ def _at_place(s: Statement) -> Finding | None:
     m = re.match(rf"^(?P<subj>i|we){ADV} (?:am|are) (?P<prep>in|at) (?P<place>.+)$", s.canon)
     if not m:
         return None
-    place = _value_after(s.body, m["place"]) or ""
+    place = value_after(s.body, m["place"]) or ""
     if not place[:1].isupper():
         return None
     slot = "live" if m["prep"] == "in" else "work"
-    return Finding(Kind.FACT, 0.65 if slot == "live" else 0.7, _text(s), slot=slot, value=place)
+    return Finding(Kind.FACT, 0.65 if slot == "live" else 0.7, text_of(s), slot=slot, value=place)
 
 
 @_rule
@@ -314,7 +313,7 @@ def _works(s: Statement) -> Finding | None:
     confidence = 0.85 if slot else 0.75
     if m["verb"] == "worked":
         confidence = 0.6
-    return Finding(Kind.FACT, confidence, _text(s), slot=slot, value=_value_after(s.body, rest))
+    return Finding(Kind.FACT, confidence, text_of(s), slot=slot, value=value_after(s.body, rest))
 
 
 @_rule
@@ -340,7 +339,7 @@ def _plan(s: Statement) -> Finding | None:
     if aux in ("want to", "hope to", "am hoping to", "are hoping to"):
         if not GOAL_VERBS.match(rest) or len(rest.split()) < 2 or re.match(r"^\w+ more\b", rest):
             return None
-        return Finding(Kind.DECISION, 0.55, _text(s), value=_value_after(s.body, rest))
+        return Finding(Kind.DECISION, 0.55, text_of(s), value=value_after(s.body, rest))
     if (
         aux in ("will", "shall")
         and not timely
@@ -355,7 +354,7 @@ def _plan(s: Statement) -> Finding | None:
     confidence = 0.8 if timely else 0.7
     if aux in ("am about to", "are about to") and not timely:
         return None
-    return Finding(Kind.DECISION, confidence, _text(s), value=_value_after(s.body, rest))
+    return Finding(Kind.DECISION, confidence, text_of(s), value=value_after(s.body, rest))
 
 
 @_rule
@@ -372,9 +371,9 @@ def _progressive(s: Statement) -> Finding | None:
             r"^(?:going|heading|coming) (?:to )?(?:grab|get|bed|sleep|home|out|back|have)\b", phrase
         ):
             return None
-        return Finding(Kind.DECISION, 0.75, _text(s), value=_value_after(s.body, rest))
+        return Finding(Kind.DECISION, 0.75, text_of(s), value=value_after(s.body, rest))
     if ROUTINE_QUANTITY.search(phrase):
-        return Finding(Kind.FACT, 0.65, _text(s), value=_value_after(s.body, rest))
+        return Finding(Kind.FACT, 0.65, text_of(s), value=value_after(s.body, rest))
     if (
         re.match(rf"^(?:{ONGOING})\b", phrase)
         and rest
@@ -382,7 +381,7 @@ def _progressive(s: Statement) -> Finding | None:
     ):
         if verb == "working" and not re.match(r"^(?:on|at|for|as|with|remotely)\b", rest):
             return None
-        return Finding(Kind.FACT, 0.6, _text(s), value=_value_after(s.body, rest))
+        return Finding(Kind.FACT, 0.6, text_of(s), value=value_after(s.body, rest))
     if TIMELY.search(s.canon) and not re.match(
         r"^(?:trying|looking|wondering|thinking|hoping|asking|reading|watching|checking|doing (?:it"
         r"|this"
@@ -390,7 +389,7 @@ def _progressive(s: Statement) -> Finding | None:
         r" (?:a|an|some|lunch|dinner|breakfast|fun|trouble|issues?|problems?))\b",
         phrase,
     ):
-        return Finding(Kind.DECISION, 0.65, _text(s), value=_value_after(s.body, rest))
+        return Finding(Kind.DECISION, 0.65, text_of(s), value=value_after(s.body, rest))
     return None
 
 
@@ -415,7 +414,7 @@ def _no_longer(s: Statement) -> Finding | None:
         0.75,
         old,
         slot=slot,
-        value=_value_after(s.body, m["rest"].strip()),
+        value=value_after(s.body, m["rest"].strip()),
         retraction=True,
     )
 
@@ -430,9 +429,9 @@ def _used_to(s: Statement) -> Finding | None:
     return Finding(
         Kind.FACT,
         0.6,
-        _text(s),
+        text_of(s),
         slot=slot,
-        value=_value_after(s.body, m["rest"].strip()),
+        value=value_after(s.body, m["rest"].strip()),
         retraction=True,
     )
 
@@ -450,7 +449,7 @@ def _negative_habit(s: Statement) -> Finding | None:
     rest = m["rest"].strip()
     if DEICTIC.match(rest) or (m["verb"] == "have" and HAVE_EXCLUDED.match(rest)):
         return None
-    return Finding(Kind.FACT, 0.8, _text(s), value=_value_after(s.body, rest))
+    return Finding(Kind.FACT, 0.8, text_of(s), value=value_after(s.body, rest))
 
 
 @_rule
@@ -467,18 +466,18 @@ def _identity(s: Statement) -> Finding | None:
             if pred.startswith(("from ", "originally"))
             else None
         )
-        return Finding(Kind.FACT, 0.85, _text(s), slot=slot, value=_value_after(s.body, pred))
+        return Finding(Kind.FACT, 0.85, text_of(s), slot=slot, value=value_after(s.body, pred))
     if TRANSIENT_STATES.match(pred):
         return None
     if re.match(r"^(?:a|an|the) ", pred) and not ROLE_EXCLUDED.match(pred):
         # "I'm a nurse in Manchester", "I'm the tech lead for the payments team"
         if re.search(r"\b(?:person who|kind of person|bit of|type of)\b", pred) and len(pred) < 12:
             return None
-        return Finding(Kind.FACT, 0.8, _text(s), slot="role", value=_value_after(s.body, pred))
+        return Finding(Kind.FACT, 0.8, text_of(s), slot="role", value=value_after(s.body, pred))
     if re.match(r"^(?:still|now|currently)? ?(?:at|with|on) [a-z]", pred) and re.search(
         r"\b[A-Z]", s.body[2:]
     ):
-        return Finding(Kind.FACT, 0.7, _text(s), slot="work", value=_value_after(s.body, pred))
+        return Finding(Kind.FACT, 0.7, text_of(s), slot="work", value=value_after(s.body, pred))
     return None
 
 
@@ -501,7 +500,7 @@ def _experience(s: Statement) -> Finding | None:
             r"^(?:waiting|trying|looking|thinking|stuck|meaning|wanting|wondering)\b", m["pred"]
         )
     ):
-        return Finding(Kind.FACT, 0.8, _text(s), value=_value_after(s.body, m["pred"]))
+        return Finding(Kind.FACT, 0.8, text_of(s), value=value_after(s.body, m["pred"]))
     m = re.match(
         rf"^(?:i|we){ADV} have been{ADV} (?P<verb>using|learning|studying|training|practicing"
         r"|practising|collecting|volunteering|taking|playing|working (?:at|for|as|on)|saving"
@@ -513,7 +512,7 @@ def _experience(s: Statement) -> Finding | None:
     )
     if not m or DEICTIC.match(m["obj"]) or re.match(r"^(?:it|this|that|them)\b", m["obj"]):
         return None
-    return Finding(Kind.FACT, 0.6, _text(s), value=_value_after(s.body, m["obj"]))
+    return Finding(Kind.FACT, 0.6, text_of(s), value=value_after(s.body, m["obj"]))
 
 
 @_rule
@@ -535,7 +534,7 @@ def _have(s: Statement) -> Finding | None:
             r"|volunteered)\b",
             obj,
         ):
-            return Finding(Kind.FACT, 0.6, _text(s), value=_value_after(s.body, obj))
+            return Finding(Kind.FACT, 0.6, text_of(s), value=value_after(s.body, obj))
         return None
     if m["verb"] == "got" and not re.match(
         r"^(?:a|an|two|three|\d+) (?:dog|cat|puppy|kitten|car|house|new job|job|promotion|degree"
@@ -546,7 +545,7 @@ def _have(s: Statement) -> Finding | None:
     if m["verb"] in ("keep", "share") and not re.match(r"^(?:a|an|two|three|\d+) ", obj):
         return None
     confidence = 0.75 if m["verb"] in ("have", "have got", "own") else 0.7
-    return Finding(Kind.FACT, confidence, _text(s), value=_value_after(s.body, obj))
+    return Finding(Kind.FACT, confidence, text_of(s), value=value_after(s.body, obj))
 
 
 @_rule
@@ -581,7 +580,59 @@ def _activity(s: Statement) -> Finding | None:
         s.canon,
     ):
         return None
-    return Finding(Kind.FACT, 0.7, _text(s), value=_value_after(s.body, rest))
+    return Finding(Kind.FACT, 0.7, text_of(s), value=value_after(s.body, rest))
+
+
+@_rule
+def _routine(s: Statement) -> Finding | None:
+    """ "We open at 6am every day", "I only go in on Tuesdays": a routine."""
+    m = re.match(
+        rf"^(?:i|we){ADV} (?:only |usually |still )?(?P<verb>[a-z]+)\b(?P<rest>.*)$", s.canon
+    )
+    if not m or not HABITUAL.search(m["rest"]) or m["verb"] in IRREGULAR_PAST:
+        return None
+    if m["verb"].endswith("ed") or re.match(
+        r"^(?:am|are|was|were|had|did|think|feel|need|want|know|guess|hope|wonder|forget|miss"
+        r"|can|could|would|should|might|may|must|will|shall)$",
+        m["verb"],
+    ):
+        return None
+    return Finding(Kind.FACT, 0.65, text_of(s), value=value_after(s.body, m["rest"].strip()))
+
+
+@_rule
+def _tooling(s: Statement) -> Finding | None:
+    """ "I do all my writing in Obsidian": the tools the user works with."""
+    m = re.match(
+        r"^(?:i|we) (?:do|write|keep|track|manage|store|edit|code|plan|draw|design|take|organi[sz]e"
+        r"|record|host|build|deploy|test|run|ship|back up|sync|draft|budget|journal)\b(?P<rest>.*?)"
+        r" (?:in|with|on|using|via|through) (?P<tool>[\w.+-]+)",
+        s.canon,
+    )
+    if not m or DEICTIC.match(m["tool"]):
+        return None
+    tool = re.search(rf"\b{re.escape(m['tool'])}", s.body, re.IGNORECASE)
+    if tool is None or not re.search(r"[A-Z]", tool.group()):
+        return None
+    return Finding(Kind.FACT, 0.65, text_of(s), value=tool.group())
+
+
+@_rule
+def _scheduled_thing(s: Statement) -> Finding | None:
+    """ "Work starts on June 3rd": something the user's plans hold, on a date."""
+    m = re.match(
+        r"^(?:the |our |my )?(?P<what>(?:[\w-]+ ){0,3}?[\w-]+) (?:starts|begins|kicks off|ends"
+        r"|finishes"
+        r"|is due|wraps up|launches|opens|closes|is scheduled|is planned|is booked|happens"
+        r"|takes place)"
+        r"\b(?P<rest>.*)$",
+        s.canon,
+    )
+    if not m or not ABSOLUTE_DATE.search(m["rest"]) or len(s.canon.split()) > 16:
+        return None
+    if re.match(r"^(?:it|this|that|he|she|they|there|which|what|who|you)$", m["what"]):
+        return None
+    return Finding(Kind.DECISION, 0.6, text_of(s), value=value_after(s.body, m["rest"].strip()))
 
 
 @_rule
@@ -603,7 +654,7 @@ def _dated_event(s: Statement) -> Finding | None:
         )
     ):
         return None
-    return Finding(Kind.DECISION, 0.65, _text(s), value=_value_after(s.body, m["rest"].strip()))
+    return Finding(Kind.DECISION, 0.65, text_of(s), value=value_after(s.body, m["rest"].strip()))
 
 
 @_rule
@@ -634,10 +685,10 @@ def _possessive(s: Statement) -> Finding | None:
         shape = _shape(shape, s.body)
     head = re.sub(r"^(?:actual|real|current|new|old|former|true|correct) ", "", noun)
     slot = f"{m['poss']}:{head}:{verb}:{shape}"
-    value = _value_after(s.body, rest)
+    value = value_after(s.body, rest)
     if re.match(rf"^(?:{PLAN_NOUNS})$", noun) or SCHEDULED.match(f"{verb} {rest}"):
-        return Finding(Kind.DECISION, 0.75, _text(s), slot=slot, value=value)
-    return Finding(Kind.FACT, 0.8, _text(s), slot=slot, value=value)
+        return Finding(Kind.DECISION, 0.75, text_of(s), slot=slot, value=value)
+    return Finding(Kind.FACT, 0.8, text_of(s), slot=slot, value=value)
 
 
 @_rule
@@ -660,7 +711,7 @@ def _the_plan(s: Statement) -> Finding | None:
     ):
         return None
     slot = f"the:{m['noun']}"
-    return Finding(Kind.DECISION, 0.7, _text(s), slot=slot, value=_value_after(s.body, rest))
+    return Finding(Kind.DECISION, 0.7, text_of(s), slot=slot, value=value_after(s.body, rest))
 
 
 @_rule
@@ -668,12 +719,12 @@ def _named_relation(s: Statement) -> Finding | None:
     m = re.match(r"^(?P<name>[\w'-]+(?: [\w'-]+)?) (?:is|are|was) (?:my|our) (?P<rel>.+)$", s.canon)
     if not m:
         return None
-    name = _value_after(s.body, m["name"]) or ""
+    name = value_after(s.body, m["name"]) or ""
     if not name[:1].isupper() or m["name"].split()[0] in NOT_NAMES:
         return None
     if MY_EXCLUDED.match(m["rel"]):
         return None
-    return Finding(Kind.FACT, 0.75, _text(s), slot=f"named:{m['name']}", value=m["rel"])
+    return Finding(Kind.FACT, 0.75, text_of(s), slot=f"named:{m['name']}", value=m["rel"])
 
 
 @_rule
@@ -687,87 +738,5 @@ def _embedded_first_person(s: Statement) -> Finding | None:
     if not m or TRANSIENT_STATES.match(m["rest"]):
         return None
     return Finding(
-        Kind.FACT, 0.7, _text(s), slot=f"the:{m['noun']}", value=_value_after(s.body, m["rest"])
+        Kind.FACT, 0.7, text_of(s), slot=f"the:{m['noun']}", value=value_after(s.body, m["rest"])
     )
-
-
-def _appositive(s: Statement) -> Finding | None:
-    """ "My manager Rosa asked me ...": the relation and the name, when nothing else matched."""
-    for m in APPOSITIVE.finditer(s.canon):
-        words = m["name"].split()
-        original = [re.search(rf"\b{re.escape(w)}\b", s.body, re.IGNORECASE) for w in words]
-        names = []
-        for found in original:
-            if found is None or not found.group()[0].isupper():
-                break
-            names.append(found.group())
-        if not names:
-            continue
-        who = "User's" if m["poss"] == "my" else f"{s.we_as}'s"
-        name = " ".join(names)
-        return Finding(
-            Kind.FACT, 0.7, f"{who} {m['rel']} is {name}", slot=f"my:{m['rel']}:is:NAME", value=name
-        )
-    return None
-
-
-def _reordered(s: Statement) -> tuple[Statement, str] | None:
-    """ "For my coffee I go for oat milk" as "I go for oat milk for my coffee", and the lead."""
-    when = re.match(
-        r"^(?P<cond>(?:whenever|every time|each time|when) .+?),? (?P<main>(?:i|we) (?:always"
-        r"|usually"
-        r"|never|tend to|typically|generally|normally|often|rarely) .+)$",
-        s.body,
-        re.IGNORECASE,
-    )
-    if when:
-        cond = when["cond"]
-        body = f"{when['main']} {cond[:1].lower()}{cond[1:]}"
-        return Statement(body=body, canon=canonical(body), we_as=s.we_as), ""
-    if not LEAD_WORD.match(s.body):
-        return None
-    subject = PRONOUN_SUBJECT.search(s.body, 3) or POSSESSIVE_SUBJECT.search(s.body, 3)
-    if subject is None or subject.start() > 70:
-        return None
-    lead = s.body[: subject.start()].strip(" ,;")
-    rest = s.body[subject.start() :].strip()
-    if not lead or not rest:
-        return None
-    body = f"{rest} {lead[:1].lower()}{lead[1:]}"
-    return Statement(body=body, canon=canonical(body), we_as=s.we_as), lead
-
-
-def _first_match(s: Statement) -> Finding | None:
-    for rule in (*_RULES, *INSTRUCTION_RULES):
-        finding = rule(s)
-        if finding is not None:
-            return finding
-    return None
-
-
-def classify(s: Statement) -> list[Finding]:
-    """The durable statements in ``s``: usually one, none for anything else.
-
-    A leading phrase ("For my coffee, I ...", "Starting Monday I'll ...") is moved to the
-    end before the rules run; a leading role ("As a left-handed guitarist, I ...") is also
-    a statement of its own. When no rule matches, a named relation ("my manager Rosa") is.
-    """
-    found: list[Finding] = []
-    finding = _first_match(s)
-    if finding is None:
-        moved = _reordered(s)
-        if moved is not None:
-            statement, lead = moved
-            finding = _first_match(statement)
-            role = re.match(r"^(?:as|being) (?P<np>an? .+)$", lead, re.IGNORECASE)
-            if role:
-                found.append(
-                    Finding(Kind.FACT, 0.7, f"User is {role['np']}", slot="role", value=role["np"])
-                )
-    if finding is not None:
-        found.append(finding)
-    if not found:
-        appositive = _appositive(s)
-        if appositive is not None:
-            found.append(appositive)
-    return found

@@ -114,6 +114,10 @@ _SPLITS = [
         r"\s+(?:is|are|was|were|will))\b)",
         re.IGNORECASE,
     ),
+    # a comma followed by a new subject ("I hate cilantro, it tastes like soap")
+    re.compile(
+        r",\s+(?=(?:it|it's|that's|they|they're|they've|he|she|he's|she's)\s+\w)", re.IGNORECASE
+    ),
     # a comma followed by a first-person subject ("I'm Dana, I live in Lisbon")
     re.compile(r",\s+(?=" + _SUBJECT + ")", re.IGNORECASE),
     # a consequence or a reason clause ("..., so please don't ...", "... since they ...")
@@ -122,6 +126,11 @@ _SPLITS = [
         re.IGNORECASE,
     ),
 ]
+_STEPS = re.compile(
+    r"^(?:(?:for future reference|fyi|note|also)[,:]?\s+)?(?:to|in order to)\s+"
+    r"(?!be\b|me\b|my\b|clarify\b|sum\b|recap\b)\w+[^.!?]*?(?:,|\bthen\b)[^.!?]*(?:,|\bthen\b)",
+    re.IGNORECASE,
+)
 _EDGE = " \t\r\n,;:.!?—–-\"'()[]«»“”‘’*_"
 
 
@@ -140,6 +149,9 @@ def clauses(content: str, sentence: Span) -> list[Span]:
     """The clauses of one sentence of ``content``, in order, with offsets into ``content``."""
     if sentence.end - sentence.start > _MAX_CLAUSE_CHARS * 4:
         return []
+    if _STEPS.match(sentence.text):  # "To deploy, we run X, then Y": one procedure
+        whole = strip_span(content, sentence.start, sentence.end)
+        return [] if whole is None else [whole]
     cuts: set[tuple[int, int]] = set()
     for pattern in _SPLITS:
         for match in pattern.finditer(content, sentence.start, sentence.end):

@@ -21,6 +21,7 @@ from quipu.errors import ConfigurationError, QuipuError
 from quipu.service import MemoryService
 from quipu.settings import Settings
 from quipu.surfaces.cli import access, bench, jobs
+from quipu.surfaces.cli import eval as eval_cli
 
 app = typer.Typer(
     help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -30,6 +31,7 @@ app.add_typer(access.tenants, name="tenants")
 app.add_typer(access.keys, name="keys")
 app.add_typer(access.tokens, name="tokens")
 app.add_typer(jobs.jobs, name="jobs")
+app.add_typer(eval_cli.app, name="eval")
 app.command()(jobs.worker)
 console = Console()
 err = Console(stderr=True)
