@@ -61,7 +61,7 @@ def run(
             c = sum(int(j.result.get("created", 0)) for j in results if j is not None)
             s = sum(int(j.result.get("superseded", 0)) for j in results if j is not None)
             k = sum(int(j.result.get("candidates", 0)) for j in results if j is not None)
-            failed = [j.job_id for j in results if j is None or j.status.value != "succeeded"]
+            failed = [j for j in results if j is None or j.status.value != "succeeded"]
             mem.close()
         total_turns += len(conv.turns)
         promote_s += elapsed
