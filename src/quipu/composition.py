@@ -140,7 +140,7 @@ def build_server(
 
     With ``auth`` on, every request needs a key or run token and writes are rate-limited per
     key; off, requests act as the local principal and MCP checks the Host header."""
-    from quipu.auth.ratelimit import RateLimiter
+    from quipu.auth.ratelimit import SharedRateLimiter
     from quipu.surfaces.http.app import create_app
     from quipu.surfaces.http.auth import bearer_resolver, local_resolver
     from quipu.surfaces.mcp import LOOPBACK_HOSTS, mount_mcp
@@ -160,7 +160,9 @@ def build_server(
             sessions=runtime.sessions,
         )
         return app, runtime
-    service.limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+    service.limiter = SharedRateLimiter(
+        service.store, settings.rate_limit_per_second, settings.rate_limit_burst
+    )
     access = build_access(settings, service.store)
     app = create_app(
         service, bearer_resolver(access), max_body_bytes=limit, access=access, runtime=runtime

@@ -107,3 +107,40 @@ def test_mem_005_quota_holds_across_processes_on_one_file(tmp_path: Path) -> Non
     who = Principal("t1", "key-alice", Role.AGENT, agent_id="alice")
     assert store.count_live(resolve_scope(who, "agent")) == 30
     store.close()
+
+
+def _limited_writer(path: str, start: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    from quipu.auth.ratelimit import SharedRateLimiter
+    from quipu.core.records import Principal, Role
+    from quipu.service import Limits, MemoryService
+    from quipu.storage.sqlite.store import SQLiteStore
+
+    store = SQLiteStore(path)
+    who = Principal("t1", "key-alice", Role.AGENT, agent_id="alice")
+    svc = MemoryService(store, None, Limits(), limiter=SharedRateLimiter(store, 0.001, 10))
+    admitted = 0
+    for i in range(start, start + 15):
+        try:
+            svc.remember(who, f"limited fact {i}")
+            admitted += 1
+        except LimitExceeded as exc:
+            assert exc.code == "rate_limited" and exc.retry_after and exc.retry_after > 0
+    store.close()
+    out.put(admitted)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="uses fork")
+def test_mem_005_rate_limit_is_shared_across_processes(tmp_path: Path) -> None:
+    from quipu.storage.sqlite.store import SQLiteStore
+
+    path = str(tmp_path / "rate.db")
+    SQLiteStore(path).close()
+    ctx = multiprocessing.get_context("fork")
+    out: multiprocessing.Queue = ctx.Queue()  # type: ignore[type-arg]
+    procs = [ctx.Process(target=_limited_writer, args=(path, n * 100, out)) for n in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    assert sum(out.get(timeout=5) for _ in procs) == 10

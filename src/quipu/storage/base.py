@@ -233,6 +233,10 @@ class Store(Protocol):
 
     def reserve_budget(self, tenant_id: str, window_start: datetime, limit: int) -> bool: ...
 
+    def take_rate_token(self, key_id: str, rate: float, burst: int, now: datetime) -> float:
+        """One token of the key's write bucket, shared by every process on this store:
+        0.0 when admitted, else the seconds until one is available (MEM-5)."""
+
     def export_versions(
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:

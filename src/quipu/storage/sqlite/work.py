@@ -312,6 +312,29 @@ class WorkTables:
         )
         return [_job(r) for r in rows]
 
+    # -- rate limit --------------------------------------------------------------------------
+    def take_rate_token(self, key_id: str, rate: float, burst: int, now: datetime) -> float:
+        """Spend one token of ``key_id``'s bucket; 0.0 when admitted, else seconds to wait.
+        One write transaction, so processes sharing the store share the bucket."""
+        at = to_micros(now)
+        with self._tx() as c:
+            row = c.execute(
+                "SELECT tokens, updated_at FROM rate_buckets WHERE key_id = ?", (key_id,)
+            ).fetchone()
+            tokens = float(burst) if row is None else float(row[0])
+            if row is not None:
+                tokens = min(float(burst), tokens + max(0, at - int(row[1])) / 1e6 * rate)
+            wait = 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate
+            if wait == 0.0:
+                tokens -= 1.0
+            c.execute(
+                "INSERT INTO rate_buckets (key_id, tokens, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (key_id) DO UPDATE SET tokens = excluded.tokens,"
+                " updated_at = excluded.updated_at",
+                (key_id, tokens, at),
+            )
+            return wait
+
     # -- model budget ------------------------------------------------------------------------
     def reserve_budget(self, tenant_id: str, window_start: datetime, limit: int) -> bool:
         """Take one model call from the tenant's window, atomically; False when spent."""
