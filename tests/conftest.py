@@ -3,7 +3,9 @@ script started one), the default embedder is the real bundled model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,9 @@ from quipu.service import Limits, MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from tests.support.embedding_server import DIM, EmbeddingServer
 
-BACKENDS = ["sqlite"]
+#: Set by scripts/with-testdb.sh (make test) or by hand; see docs/testing-postgres.md.
+PG_URL = os.environ.get("QUIPU_TEST_DATABASE_URL") or None
+BACKENDS = ["sqlite"] + [pytest.param("postgres", marks=pytest.mark.postgres)] * bool(PG_URL)
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +51,11 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def make_store(backend: str, tmp_path: Path) -> Iterator[object]:
+    """``make(name)`` opens a store; each name is its own empty database: a SQLite file, or on
+    PostgreSQL a fresh schema (dropped after the test), which keeps tests independent and fast."""
+    if backend == "postgres":
+        yield from _postgres_stores()
+        return
     opened: list[SQLiteStore] = []
 
     def make(name: str = "quipu.db") -> SQLiteStore:
@@ -57,6 +66,35 @@ def make_store(backend: str, tmp_path: Path) -> Iterator[object]:
     yield make
     for store in opened:
         store.close()
+
+
+def _postgres_stores() -> Iterator[Callable[..., object]]:
+    from quipu.storage.postgres.store import PostgresStore
+    from tests.support.pg import drop_schema, new_schema
+
+    assert PG_URL is not None
+    url = PG_URL
+    schemas: dict[str, str] = {}
+    stores: list[PostgresStore] = []
+
+    def make(name: str = "quipu.db") -> PostgresStore:
+        if name not in schemas:
+            schemas[name] = new_schema(url, f"t_{uuid.uuid4().hex[:12]}")
+        store = PostgresStore(schema_url(url, schemas[name]), max_connections=4)
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        store.close()
+    for schema in schemas.values():
+        drop_schema(url, schema)
+
+
+def schema_url(url: str, schema: str) -> str:
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(url, options=f"-c search_path={schema},public")
 
 
 @pytest.fixture

@@ -98,6 +98,27 @@ def build_store(settings: Settings) -> Store:
     return SQLiteStore(settings.database, cache_rows=settings.vector_cache_rows)
 
 
+def migrate_database(settings: Settings, *, citus: bool = False) -> dict[str, Any]:
+    """Apply pending migrations (and with ``citus`` distribute the tables), then run the
+    store's upkeep. Opening a store migrates too; this is the explicit, reportable step."""
+    report: dict[str, Any] = {}
+    if is_postgres_url(settings.database):
+        import psycopg
+
+        from quipu.storage.postgres.migrate import migrate
+
+        with psycopg.connect(settings.database) as conn:
+            done = migrate(conn, citus=citus)
+        report = {"applied": done.applied, "distributed": done.distributed}
+    elif citus:
+        raise ConfigurationError("--citus needs a PostgreSQL database URL")
+    store = build_store(settings)
+    try:
+        return {"backend": store.capabilities.backend, **report, "maintenance": store.maintain()}
+    finally:
+        store.close()
+
+
 def build_embedder(settings: Settings) -> Embedder | None:
     if settings.embedder == "none":
         return None

@@ -16,7 +16,8 @@ class Settings(BaseModel):
 
     database: str = Field(
         "./quipu-data/quipu.db",
-        description="Where memories live: a SQLite file path (embedded mode).",
+        description="Where memories live: a SQLite file path (embedded) or a postgresql:// URL "
+        "(server mode; PostgreSQL with its vector extension, 0.8 or newer).",
     )
     host: str = Field("127.0.0.1", description="Address `quipu serve` binds to (loopback only).")
     port: int = Field(8750, ge=1, le=65535, description="Port `quipu serve` listens on.")
@@ -60,11 +61,29 @@ class Settings(BaseModel):
     max_k: int = Field(100, ge=1, le=1000, description="Most results one recall may ask for.")
     max_page: int = Field(200, ge=1, le=10_000, description="Largest page a list may ask for.")
     candidate_depth: int = Field(
-        60, ge=1, le=10_000, description="Candidates each retriever contributes before fusion."
+        100, ge=1, le=10_000, description="Candidates each retriever contributes before fusion."
     )
-    rrf_k: int = Field(60, ge=1, le=1000, description="Reciprocal-rank-fusion constant.")
-    weight_vector: float = Field(1.0, ge=0, le=100, description="RRF weight of the vector list.")
-    weight_text: float = Field(1.0, ge=0, le=100, description="RRF weight of the full-text list.")
+    fusion: Literal["score", "rrf"] = Field(
+        "score",
+        description="How recall fuses the vector and full-text lists: `score` (weighted cosine "
+        "plus BM25 scaled by its best match) or `rrf` (reciprocal rank fusion).",
+    )
+    rrf_k: int = Field(
+        60, ge=1, le=1000, description="Reciprocal-rank-fusion constant (fusion `rrf`)."
+    )
+    weight_vector: float = Field(
+        0.7, ge=0, le=100, description="Fusion weight of the vector (cosine) list."
+    )
+    weight_text: float = Field(
+        0.3, ge=0, le=100, description="Fusion weight of the full-text (BM25) list."
+    )
+    temporal_boost: float = Field(
+        0.2,
+        ge=0,
+        le=10,
+        description="Score added (fusion `score`) to candidates observed within a date the "
+        "query names, such as 'in May 2023' or 'on 3 June 2023'; 0 turns it off.",
+    )
     vector_cache_rows: int = Field(
         2_000_000, ge=1000, description="Rows the in-process vector cache keeps across scopes."
     )
@@ -148,9 +167,7 @@ class Settings(BaseModel):
             )
         if self.default_k > self.max_k:
             raise ValueError("default_k must not exceed max_k")
-        if not (
-            self.sweep_interval_seconds < self.sweep_window_seconds < self.session_ttl_seconds
-        ):
+        if not (self.sweep_interval_seconds < self.sweep_window_seconds < self.session_ttl_seconds):
             raise ValueError(
                 "sweep_interval_seconds < sweep_window_seconds < session_ttl_seconds must hold "
                 "(PROMO-6)"

@@ -425,7 +425,9 @@ def test_api_003_loopback_mount_refuses_foreign_hosts(service: MemoryService) ->
             assert r.status_code == status, (host, r.text)
 
 
-def test_api_003_session_tools_through_quipu_serve(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+def test_api_003_session_tools_through_quipu_serve(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
     """session_append, session_history and memory_promote on the app `quipu serve` runs."""
     from quipu.composition import build_server, load_settings
 
@@ -437,16 +439,25 @@ def test_api_003_session_tools_through_quipu_serve(tmp_path: Path, local_embedde
         async with connect(f"{server.url}/mcp", None) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"session_append", "session_history", "memory_promote"} <= names
-            await ok(client, "session_append", session_id="c1", role="user",
-                     content="I live in Porto and I work as a baker.")
+            await ok(
+                client,
+                "session_append",
+                session_id="c1",
+                role="user",
+                content="I live in Porto and I work as a baker.",
+            )
             await ok(client, "session_append", session_id="c1", role="assistant", content="Nice!")
             history = await ok(client, "session_history", session_id="c1")
             assert [t["seq"] for t in history["turns"]] == [1, 2]
-            await fails(client, "session_append", "invalid_text", session_id="c1", role="user", content=" ")
+            await fails(
+                client, "session_append", "invalid_text", session_id="c1", role="user", content=" "
+            )
             queued = await ok(client, "memory_promote", session_id="c1")
             assert queued["created"] is True
             runtime.worker.drain()
-            found = await ok(client, "memory_recall", query="where does the user live", scope="agent_user")
+            found = await ok(
+                client, "memory_recall", query="where does the user live", scope="agent_user"
+            )
             assert "Porto" in found["results"][0]["memory"]["text"]
 
     try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from quipu.core.records import Role
+from quipu.core.records import MemoryVersion, Role
 from quipu.errors import InvalidInput, Unauthorized
 
 KEY_PREFIX = "qk"
@@ -126,3 +126,21 @@ def check_tenant_id(value: str) -> str:
             code="invalid_tenant_id",
         )
     return value
+
+
+def version_audit(memory: MemoryVersion) -> AuditEvent:
+    """The audit line of a memory write: taken from the version itself, in the same transaction."""
+    details: dict[str, object] = {"version": memory.version, "status": memory.status.value}
+    if memory.related_id:
+        details["related_id"] = memory.related_id
+    return AuditEvent(
+        tenant_id=memory.tenant_id,
+        at=memory.recorded_at,
+        actor_key=memory.actor,
+        surface=memory.provenance.surface,
+        action=f"memory.{memory.relation.value}",
+        target_ids=(memory.id,),
+        agent_id=memory.provenance.agent_id,
+        reason=memory.reason,
+        details=details,
+    )

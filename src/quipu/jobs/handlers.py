@@ -16,6 +16,7 @@ from quipu.settings import Settings
 SWEEP = "sweep_sessions"
 PRUNE = "prune_sessions"
 EMBED = "embed_pending"
+MAINTAIN = "maintain_store"
 
 
 def build_worker(
@@ -50,12 +51,21 @@ def build_worker(
     def embed(_lease: Lease) -> dict[str, Any]:
         return {"embedded": service.embed_pending()}
 
+    def maintain(_lease: Lease) -> dict[str, Any]:
+        return dict(service.store.maintain())
+
     handlers: dict[str, Handler] = {
         PROMOTE: promote,
         SWEEP: sweep_sessions,
         PRUNE: prune,
         EMBED: embed,
+        MAINTAIN: maintain,
     }
     interval = timedelta(seconds=settings.sweep_interval_seconds)
-    periodic = (Periodic(SWEEP, interval), Periodic(PRUNE, interval), Periodic(EMBED, interval))
+    periodic = (
+        Periodic(SWEEP, interval),
+        Periodic(PRUNE, interval),
+        Periodic(EMBED, interval),
+        Periodic(MAINTAIN, interval),
+    )
     return Worker(queue, handlers, periodic=periodic)

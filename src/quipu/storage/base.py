@@ -237,6 +237,10 @@ class Store(Protocol):
         """One token of the key's write bucket, shared by every process on this store:
         0.0 when admitted, else the seconds until one is available (MEM-5)."""
 
+    def maintain(self) -> dict[str, list[str]]:
+        """Idempotent upkeep a backend needs as scopes grow (e.g. per-scope ANN indexes);
+        run by a periodic job and by ``quipu migrate``. Returns what it did, by kind."""
+
     def export_versions(
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from quipu.core.auth import AuditEvent, Credential, Tenant
-from quipu.core.records import MemoryVersion, Role
+from quipu.core.records import Role
 from quipu.errors import Conflict
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros, to_micros_opt
 
@@ -158,24 +158,6 @@ def insert_audit(c: sqlite3.Connection, e: AuditEvent) -> None:
             e.reason,
             json.dumps(e.details, sort_keys=True),
         ),
-    )
-
-
-def version_audit(memory: MemoryVersion) -> AuditEvent:
-    """The audit line of a memory write: taken from the version itself, in the same transaction."""
-    details: dict[str, object] = {"version": memory.version, "status": memory.status.value}
-    if memory.related_id:
-        details["related_id"] = memory.related_id
-    return AuditEvent(
-        tenant_id=memory.tenant_id,
-        at=memory.recorded_at,
-        actor_key=memory.actor,
-        surface=memory.provenance.surface,
-        action=f"memory.{memory.relation.value}",
-        target_ids=(memory.id,),
-        agent_id=memory.provenance.agent_id,
-        reason=memory.reason,
-        details=details,
     )
 
 

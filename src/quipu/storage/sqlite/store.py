@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from quipu.core.auth import version_audit
 from quipu.core.lifecycle import LIVE
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import (
@@ -36,7 +37,7 @@ from quipu.core.versions import UNSET, Change, check_expected, next_version, val
 from quipu.errors import Conflict, LimitExceeded, NotFound
 from quipu.retrieval.bm25 import TOKENIZER_VERSION, tokenize
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
-from quipu.storage.sqlite.control import ControlTables, insert_audit, version_audit
+from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
 from quipu.storage.sqlite.scope_index import Row, ScopeIndex
@@ -586,6 +587,10 @@ class SQLiteStore(ControlTables, WorkTables):
             ):
                 out[int(r["key"])] = to_record(r)
         return out
+
+    def maintain(self) -> dict[str, list[str]]:
+        """Nothing to build: the scope index is exact and lives in memory."""
+        return {}
 
     def export_versions(
         self, tenant_id: str | None

@@ -15,6 +15,7 @@ from rich.table import Table
 from quipu.composition import build_access, build_store, load_settings
 from quipu.core.records import Principal, Role
 from quipu.errors import ConfigurationError, QuipuError
+from quipu.surfaces.cli.options import Config, Db
 
 tenants = typer.Typer(help="Create and list tenants.", no_args_is_help=True)
 keys = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
@@ -22,15 +23,13 @@ tokens = typer.Typer(help="Mint short-lived run tokens from a service key.", no_
 console = Console()
 err = Console(stderr=True)
 
-Db = Annotated[Path | None, typer.Option("--db", help="SQLite file (default: setting `database`).")]
-Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 Tenant = Annotated[str, typer.Option("--tenant", help="Tenant id.")]
 
 
-def _with_access(db: Path | None, config: Path | None, action: Any) -> Any:
+def _with_access(db: str | None, config: Path | None, action: Any) -> Any:
     try:
-        settings = load_settings({"database": str(db) if db else None}, config_file=config)
+        settings = load_settings({"database": db}, config_file=config)
     except ConfigurationError as exc:
         err.print(f"[red]configuration error:[/red] {exc.message}")
         raise typer.Exit(2) from None

@@ -22,6 +22,7 @@ from quipu.service import MemoryService
 from quipu.settings import Settings
 from quipu.surfaces.cli import access, bench, jobs
 from quipu.surfaces.cli import eval as eval_cli
+from quipu.surfaces.cli.options import Config, Db
 
 app = typer.Typer(
     help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -37,21 +38,19 @@ console = Console()
 err = Console(stderr=True)
 T = TypeVar("T")
 
-Db = Annotated[Path | None, typer.Option("--db", help="SQLite file (default: setting `database`).")]
-Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ScopeOpt = Annotated[str, typer.Option("--scope", help="agent, user, agent_user or tenant.")]
 
 
-def _settings(db: Path | None, config: Path | None, **overrides: Any) -> Settings:
+def _settings(db: str | None, config: Path | None, **overrides: Any) -> Settings:
     try:
-        return load_settings({"database": str(db) if db else None, **overrides}, config_file=config)
+        return load_settings({"database": db, **overrides}, config_file=config)
     except ConfigurationError as exc:
         err.print(f"[red]configuration error:[/red] {exc.message}")
         raise typer.Exit(2) from None
 
 
-def _run(db: Path | None, config: Path | None, action: Callable[[MemoryService, Settings], T]) -> T:
+def _run(db: str | None, config: Path | None, action: Callable[[MemoryService, Settings], T]) -> T:
     settings = _settings(db, config)
     try:
         service = build_service(settings)
@@ -412,6 +411,26 @@ def import_(
 
     count = _run(db, config, action)
     console.print(f"imported {count} versions from {file}")
+
+
+@app.command()
+def migrate(
+    db: Db = None,
+    config: Config = None,
+    citus: Annotated[
+        bool, typer.Option("--citus", help="Distribute the tables by tenant_id (Citus).")
+    ] = False,
+) -> None:
+    """Apply pending schema migrations and store upkeep (per-scope indexes on PostgreSQL)."""
+    from quipu.composition import migrate_database
+
+    settings = _settings(db, config)
+    try:
+        report = migrate_database(settings, citus=citus)
+    except QuipuError as exc:
+        err.print(f"[red]{exc.code}:[/red] {exc.message}")
+        raise typer.Exit(1) from None
+    sys.stdout.write(json.dumps(report, default=str) + "\n")
 
 
 @app.command()

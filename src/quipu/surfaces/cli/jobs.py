@@ -17,18 +17,16 @@ from quipu.composition import Runtime, build_runtime, build_service, load_settin
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
 from quipu.errors import ConfigurationError, QuipuError
+from quipu.surfaces.cli.options import Config, Db
 
 jobs = typer.Typer(help="Inspect, cancel and retry durable jobs.", no_args_is_help=True)
 console = Console()
 err = Console(stderr=True)
 
-Db = Annotated[Path | None, typer.Option("--db", help="SQLite file (default: setting `database`).")]
-Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
 
-
-def _runtime(db: Path | None, config: Path | None) -> Runtime:
+def _runtime(db: str | None, config: Path | None) -> Runtime:
     try:
-        settings = load_settings({"database": str(db) if db else None}, config_file=config)
+        settings = load_settings({"database": db}, config_file=config)
         return build_runtime(settings, build_service(settings))
     except ConfigurationError as exc:
         err.print(f"[red]configuration error:[/red] {exc.message}")
@@ -105,7 +103,7 @@ def jobs_retry(job_id: str, db: Db = None, config: Config = None) -> None:
     _act(db, config, lambda rt: rt.queue.retry(job_id), "queued")
 
 
-def _act(db: Path | None, config: Path | None, action: Any, verb: str) -> None:
+def _act(db: str | None, config: Path | None, action: Any, verb: str) -> None:
     rt = _runtime(db, config)
     try:
         job = action(rt)

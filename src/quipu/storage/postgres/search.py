@@ -1,0 +1,300 @@
+"""Candidate search inside one scope: exact or per-scope HNSW kNN, and BM25 over stored terms.
+
+Why not one global HNSW index (RECALL-5). With it, the planner happily answers
+``WHERE tenant_id = … ORDER BY vector <=> q LIMIT k`` from the index: the walk finds the
+``ef_search`` nearest rows of *all* tenants, the scope filter then drops nearly all of them, and a
+small scope silently gets 0-4% of its true neighbours. Iterative scans only soften that. So no
+index ever holds more than one scope:
+
+* **exact** (scopes up to ``exact_limit`` current rows, every ``as_of`` read, and any large scope
+  whose ANN index is not built yet): the scope's rows come from the btree on (tenant_id, scope,
+  owner, …) and are sorted by ``(vector <#> q) + 0``. The ``+ 0`` makes the sort key an
+  expression no index can serve, so no plan, generic or custom, can route it through HNSW.
+  Exact by construction.
+* **ann** (a scope above ``exact_limit``): the scope's own *partial* HNSW index
+  (``WHERE tenant_id = … AND scope = … AND owner = …``, built by
+  :meth:`PostgresStore.ensure_ann_indexes`), iterative scan, over-fetching
+  ``max(limit * overfetch, min_fetch)`` rows that pass the filters, re-ranked exactly. Every row
+  the index can return is the scope's own, so the scope filter cannot starve the page. If the
+  walk comes back short (a very selective filter), the exact path answers instead.
+
+Planner settings changed with SET are not seen by an already-prepared generic plan, and a generic
+plan cannot use a partial index at all (its predicate needs the literal scope). So the ANN query
+is never prepared (``prepare=False``: a custom plan with the scope's values, which proves the
+index predicate), and its executor settings are ``set_config(..., is_local => true)`` in the same
+transaction. The exact query needs no setting, so it may be prepared.
+
+Similarity is the inner product, as on SQLite (the stored vectors are unit length, so this is
+the cosine); ``<#>`` is pgvector's negative inner product.
+
+BM25 uses the same tokenizer, formula and per-scope statistics as the SQLite backend: ``N`` and
+the average length come from ``scope_state`` (every version in the scope), document frequency
+is counted over the scope's rows that contain the term, and term frequency is the number of
+positions of the lexeme in the stored ``tsvector``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from quipu.core.query import Candidate, Filters
+from quipu.core.records import ScopeRef
+from quipu.retrieval.bm25 import K1, B
+from quipu.storage.base import EmbeddingPin, Vector
+from quipu.storage.postgres.filters import filter_where, scope_where
+from quipu.storage.postgres.rows import query_lexemes, tsquery_literal
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """How search chooses and runs its paths (measured in docs/scale-out.md)."""
+
+    #: Scopes with at most this many current rows are searched exactly.
+    exact_limit: int = 10_000
+    #: ANN path: fetch ``max(limit * overfetch, min_fetch)`` candidates before re-ranking.
+    overfetch: int = 2
+    min_fetch: int = 40
+    #: ``hnsw.ef_search`` is at least this (pgvector caps it at 1000).
+    ef_search: int = 100
+    #: ``hnsw.max_scan_tuples`` for the iterative scan.
+    max_scan_tuples: int = 20_000
+    #: HNSW build parameters of a scope's ANN index, and the memory its build may use.
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    build_memory_mb: int = 1024
+    #: Full text: score every match while the query terms match at most this many rows...
+    text_exact_matches: int = 2_000
+    #: ...else only the rows of the rarest terms, up to this many matches (MaxScore, above).
+    text_budget: int = 500
+
+
+def ann_index_name(ref: ScopeRef, pin: EmbeddingPin) -> str:
+    """The deterministic name of one scope's partial HNSW index."""
+    raw = "\x1f".join((ref.tenant_id, ref.scope.value, ref.owner, pin.model_id, str(pin.dimension)))
+    return "memory_versions_ann_" + hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def ann_index_sql(ref: ScopeRef, pin: EmbeddingPin, plan: SearchPlan) -> sql.Composed:
+    """A partial HNSW index holding exactly one scope's current, embedded rows."""
+    return sql.SQL(
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory_versions USING hnsw"
+        " ((vector::vector({dim})) vector_ip_ops) WITH (m = {m}, ef_construction = {efc})"
+        " WHERE tenant_id = {t} AND scope = {s} AND owner = {o} AND is_current"
+        " AND embedding_model = {model}"
+    ).format(
+        name=sql.Identifier(ann_index_name(ref, pin)),
+        dim=sql.Literal(pin.dimension),
+        m=sql.Literal(plan.hnsw_m),
+        efc=sql.Literal(plan.hnsw_ef_construction),
+        t=sql.Literal(ref.tenant_id),
+        s=sql.Literal(ref.scope.value),
+        o=sql.Literal(ref.owner),
+        model=sql.Literal(pin.model_id),
+    )
+
+
+def exact_knn(
+    conn: psycopg.Connection[Any],
+    ref: ScopeRef,
+    vector: Vector,
+    filters: Filters,
+    limit: int,
+    pin: EmbeddingPin,
+) -> list[Candidate]:
+    """Exact top ``limit`` by inner product over the scope's rows (btree, no vector index)."""
+    params: dict[str, Any] = {"q": vector, "model": pin.model_id, "limit": limit}
+    where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
+    rows = conn.execute(
+        "SELECT m.key, m.vector <#> %(q)b AS d FROM memory_versions m"
+        f" WHERE {where} AND m.embedding_model = %(model)s AND m.vector IS NOT NULL"
+        " ORDER BY (m.vector <#> %(q)b) + 0, m.key LIMIT %(limit)s",
+        params,
+    ).fetchall()
+    return [Candidate(int(r[0]), -float(r[1])) for r in rows]
+
+
+def ann_knn(
+    conn: psycopg.Connection[Any],
+    ref: ScopeRef,
+    vector: Vector,
+    filters: Filters,
+    limit: int,
+    pin: EmbeddingPin,
+    plan: SearchPlan,
+) -> list[Candidate]:
+    """The scope's own HNSW index (iterative scan), over-fetched and exactly re-ranked."""
+    fetch = max(limit * plan.overfetch, plan.min_fetch)
+    params: dict[str, Any] = {
+        "q": vector,
+        "model": pin.model_id,
+        "fetch": fetch,
+        "limit": limit,
+        "ef": str(min(max(plan.ef_search, fetch), 1000)),
+        "max_scan": str(plan.max_scan_tuples),
+    }
+    where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
+    cast = f"m.vector::vector({int(pin.dimension)})"
+    with conn.transaction():
+        conn.execute(
+            "SELECT set_config('hnsw.ef_search', %(ef)s, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+            " set_config('hnsw.max_scan_tuples', %(max_scan)s, true)",
+            params,
+            prepare=False,
+        )
+        rows = conn.execute(
+            "SELECT key, d FROM ("
+            f" SELECT m.key, {cast} <#> %(q)b AS d FROM memory_versions m"
+            f" WHERE {where} AND m.is_current AND m.embedding_model = %(model)s"
+            f" ORDER BY {cast} <#> %(q)b LIMIT %(fetch)s"
+            ") ann ORDER BY d, key LIMIT %(limit)s",
+            params,
+            prepare=False,
+        ).fetchall()
+    return [Candidate(int(r[0]), -float(r[1])) for r in rows]
+
+
+def bm25(
+    conn: psycopg.Connection[Any],
+    ref: ScopeRef,
+    query: str,
+    filters: Filters,
+    limit: int,
+    plan: SearchPlan,
+) -> tuple[list[Candidate], str, int]:
+    """Top ``limit`` rows passing ``filters`` by BM25: (candidates, path, rows matched).
+
+    Exact while the query terms match at most ``plan.text_exact_matches`` rows in the scope.
+    Beyond, the candidates are every row holding one of the rarest terms (up to
+    ``plan.text_budget`` matches) plus the ``text_budget`` most recent rows holding any term,
+    each scored on every term. The page is still exact when the best score a left-out row could
+    reach (the sum of the other terms' ``idf * (k1 + 1)``) is below the k-th score found
+    (MaxScore); otherwise it is labelled ``bm25-tsvector:bounded``.
+    """
+    lexemes = query_lexemes(query)
+    if not lexemes or limit <= 0:
+        return [], "bm25-tsvector", 0
+    rows = conn.execute(
+        "SELECT s.version_count, s.term_total, s.terms_tracked, t.lexeme, t.df"
+        " FROM scope_state s LEFT JOIN scope_terms t ON s.terms_tracked"
+        " AND t.tenant_id = s.tenant_id AND t.scope = s.scope AND t.owner = s.owner"
+        " AND t.lexeme = ANY(%s) WHERE s.tenant_id = %s AND s.scope = %s AND s.owner = %s",
+        (lexemes, ref.tenant_id, ref.scope.value, ref.owner),
+    ).fetchall()
+    if not rows:
+        return [], "bm25-tsvector", 0
+    if rows[0][2]:
+        dfs = {str(r[3]): int(r[4]) for r in rows if r[3] is not None and r[4] > 0}
+    else:
+        dfs = count_terms(conn, ref, lexemes)
+    if not dfs:
+        return [], "bm25-tsvector", 0
+    n, total_terms = int(rows[0][0]), int(rows[0][1])
+    avgdl = total_terms / n if total_terms > 0 else 1.0
+    terms = sorted(dfs, key=lambda t: (dfs[t], t))  # rarest first
+    idf = {t: math.log(1.0 + (n - dfs[t] + 0.5) / (dfs[t] + 0.5)) for t in terms}
+    exact = sum(dfs.values()) <= plan.text_exact_matches
+    rare: list[str] = []
+    if not exact:
+        for t in terms:
+            if sum(dfs[r] for r in rare) + dfs[t] > plan.text_budget:
+                break
+            rare.append(t)
+    params: dict[str, Any] = {
+        "lex": terms,
+        "idf": [idf[t] for t in terms],
+        "tsq": tsquery_literal(terms),
+        "rare": tsquery_literal(rare),
+        "budget": plan.text_budget,
+        "avgdl": avgdl,
+        "limit": limit,
+        "k1": K1,
+        "b": B,
+    }
+    where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
+    if exact:
+        candidates = f"{where} AND m.terms @@ %(tsq)s::tsquery"
+    else:
+        # every row holding a rare term, and the most recent rows holding any term
+        recent = (
+            f"(SELECT m.key FROM memory_versions m WHERE {where}"
+            " AND m.terms @@ %(tsq)s::tsquery"
+            " ORDER BY m.recorded_at DESC, m.id DESC LIMIT %(budget)s)"
+        )
+        if rare:
+            recent = (
+                f"SELECT m.key FROM memory_versions m WHERE {where}"
+                f" AND m.terms @@ %(rare)s::tsquery UNION {recent}"
+            )
+        candidates = f"m.tenant_id = %(t)s AND m.key IN ({recent})"
+    found = conn.execute(
+        "SELECT m.key, sum(q.idf * u.tf * (%(k1)s + 1) / (u.tf + %(k1)s"
+        " * (1 - %(b)s + %(b)s * m.term_count / %(avgdl)s))) AS score"
+        " FROM memory_versions m CROSS JOIN LATERAL ("
+        "  SELECT lexeme, cardinality(positions) AS tf"
+        "  FROM unnest(ts_filter(setweight(m.terms, 'A', %(lex)s), '{a}'))) AS u"
+        " JOIN unnest(%(lex)s::text[], %(idf)s::float8[]) AS q(lexeme, idf) USING (lexeme)"
+        f" WHERE {candidates}"
+        " GROUP BY m.key ORDER BY score DESC, m.key LIMIT %(limit)s",
+        params,
+        prepare=False,
+    ).fetchall()
+    out = [Candidate(int(r[0]), float(r[1])) for r in found]
+    if exact:
+        return out, "bm25-tsvector", sum(dfs.values())
+    # Rows left out hold none of the rare terms, so they score below the sum of the other
+    # terms' upper bounds; if that is under the k-th score, the page is exact (MaxScore).
+    left_out = sum(idf[t] * (K1 + 1) for t in terms if t not in rare)
+    matched = sum(dfs[t] for t in rare) + plan.text_budget
+    if len(out) == limit and left_out < out[-1].score:
+        return out, "bm25-tsvector+maxscore", matched
+    return out, "bm25-tsvector:bounded", matched
+
+
+def count_terms(conn: psycopg.Connection[Any], ref: ScopeRef, lexemes: list[str]) -> dict[str, int]:
+    """Document frequency of ``lexemes`` in the scope, counted now (scopes without
+    ``scope_terms``: small ones, where the count is cheap)."""
+    params: dict[str, Any] = {"lex": lexemes, "tsq": tsquery_literal(lexemes)}
+    rows = conn.execute(
+        "SELECT u.lexeme, count(*) FROM memory_versions m CROSS JOIN LATERAL"
+        " unnest(ts_filter(setweight(m.terms, 'A', %(lex)s), '{a}')) AS u"
+        f" WHERE {scope_where(ref, params)} AND m.terms @@ %(tsq)s::tsquery GROUP BY u.lexeme",
+        params,
+        prepare=False,
+    ).fetchall()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def track_terms(conn: psycopg.Connection[Any], ref: ScopeRef) -> None:
+    """Start keeping ``scope_terms`` for a scope: lock it, count every term once, flag it.
+    From then on each write of the scope adds its terms in the same statement."""
+    scope = (ref.tenant_id, ref.scope.value, ref.owner)
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT terms_tracked FROM scope_state WHERE tenant_id = %s AND scope = %s"
+            " AND owner = %s FOR UPDATE",
+            scope,
+        ).fetchone()
+        if row is None or row[0]:
+            return
+        conn.execute(
+            "DELETE FROM scope_terms WHERE tenant_id = %s AND scope = %s AND owner = %s", scope
+        )
+        conn.execute(
+            "INSERT INTO scope_terms (tenant_id, scope, owner, lexeme, df)"
+            " SELECT %s, %s, %s, u.lexeme, count(*) FROM memory_versions m"
+            " CROSS JOIN LATERAL unnest(m.terms) AS u"
+            " WHERE m.tenant_id = %s AND m.scope = %s AND m.owner = %s GROUP BY u.lexeme",
+            (*scope, *scope),
+        )
+        conn.execute(
+            "UPDATE scope_state SET terms_tracked = true WHERE tenant_id = %s AND scope = %s"
+            " AND owner = %s",
+            scope,
+        )

@@ -1,0 +1,374 @@
+"""Session turns, promotion watermarks, durable jobs and the model budget on PostgreSQL (a mixin
+of :class:`PostgresStore`). Claims use ``FOR UPDATE SKIP LOCKED``, so any number of worker
+processes share the queue without claiming one job twice; the fencing token makes a late
+finish by a worker whose lease expired a no-op (JOB-1)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from quipu.core.jobs import Job, JobStatus, NewJob
+from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
+from quipu.storage.postgres.rows import utc, utc_opt
+
+_JOB_COLUMNS = (
+    "job_id, tenant_id, kind, idempotency_key, payload, status, attempts, max_attempts,"
+    " run_after, fencing_token, lease_owner, lease_expires_at, checkpoint, last_error, result,"
+    " created_at, updated_at, finished_at"
+)
+
+
+class WorkTables:
+    """Needs ``_conn()`` (an autocommit connection) and ``_tx()`` (one transaction)."""
+
+    def _conn(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        raise NotImplementedError
+
+    def _tx(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        raise NotImplementedError
+
+    # -- sessions ----------------------------------------------------------------------------
+    def append_turn(
+        self,
+        key: SessionKey,
+        role: str,
+        content: str,
+        metadata: dict[str, Any],
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> SessionTurn:
+        ident = (key.tenant_id, key.owner, key.session_id)
+        with self._tx() as conn:
+            # Appends to one session take turns, so sequence numbers never collide.
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(ident),)
+            )
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM session_turns"
+                " WHERE tenant_id = %s AND owner = %s AND session_id = %s",
+                ident,
+            ).fetchone()
+            seq = int(row[0]) + 1 if row else 1
+            conn.execute(
+                "INSERT INTO session_turns (tenant_id, owner, session_id, seq, role, content,"
+                " metadata, created_at, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    *ident,
+                    seq,
+                    role,
+                    content,
+                    json.dumps(metadata, sort_keys=True),
+                    created_at,
+                    expires_at,
+                ),
+            )
+        return SessionTurn(key.session_id, seq, role, content, metadata, created_at, expires_at)
+
+    def session_turns(
+        self, key: SessionKey, after_seq: int, limit: int, now: datetime
+    ) -> list[SessionTurn]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT seq, role, content, metadata, created_at, expires_at FROM session_turns"
+                " WHERE tenant_id = %s AND owner = %s AND session_id = %s AND seq > %s"
+                " AND expires_at > %s ORDER BY seq LIMIT %s",
+                (key.tenant_id, key.owner, key.session_id, after_seq, now, limit),
+            ).fetchall()
+        return [
+            SessionTurn(key.session_id, r[0], r[1], r[2], r[3], utc(r[4]), utc(r[5])) for r in rows
+        ]
+
+    def prune_turns(self, now: datetime, limit: int) -> int:
+        """Delete up to ``limit`` expired turns (the only physical delete of live data)."""
+        with self._tx() as conn:
+            cur = conn.execute(
+                "DELETE FROM session_turns WHERE (tenant_id, owner, session_id, seq) IN ("
+                " SELECT tenant_id, owner, session_id, seq FROM session_turns"
+                " WHERE expires_at <= %s LIMIT %s)",
+                (now, limit),
+            )
+            return cur.rowcount
+
+    def idle_sessions(self, idle_before: datetime, now: datetime, limit: int) -> list[IdleSession]:
+        """Sessions with turns newer than their watermark and no turn since ``idle_before``,
+        nearest expiry first (PROMO-6)."""
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT t.tenant_id, t.owner, t.session_id, MAX(t.seq), MAX(t.created_at),"
+                " MIN(t.expires_at) FROM session_turns t LEFT JOIN session_watermarks w"
+                " ON w.tenant_id = t.tenant_id AND w.owner = t.owner"
+                " AND w.session_id = t.session_id"
+                " WHERE t.expires_at > %s GROUP BY t.tenant_id, t.owner, t.session_id"
+                " HAVING MAX(t.created_at) <= %s AND MAX(t.seq) > COALESCE(MAX(w.last_seq), 0)"
+                " ORDER BY MIN(t.expires_at), t.tenant_id, t.owner, t.session_id LIMIT %s",
+                (now, idle_before, limit),
+            ).fetchall()
+        return [
+            IdleSession(SessionKey(r[0], r[1], r[2]), int(r[3]), utc(r[4]), utc(r[5])) for r in rows
+        ]
+
+    def get_watermark(self, key: SessionKey) -> Watermark | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT fingerprint, last_seq, status, at, details FROM session_watermarks"
+                " WHERE tenant_id = %s AND owner = %s AND session_id = %s",
+                (key.tenant_id, key.owner, key.session_id),
+            ).fetchone()
+        if row is None:
+            return None
+        return Watermark(row[0], int(row[1]), row[2], utc(row[3]), row[4])
+
+    def set_watermark(self, key: SessionKey, mark: Watermark) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO session_watermarks (tenant_id, owner, session_id, fingerprint,"
+                " last_seq, status, at, details) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (tenant_id, owner, session_id) DO UPDATE SET"
+                " fingerprint = excluded.fingerprint, last_seq = excluded.last_seq,"
+                " status = excluded.status, at = excluded.at, details = excluded.details",
+                (
+                    key.tenant_id,
+                    key.owner,
+                    key.session_id,
+                    mark.fingerprint,
+                    mark.last_seq,
+                    mark.status,
+                    mark.at,
+                    json.dumps(mark.details, sort_keys=True),
+                ),
+            )
+
+    # -- jobs --------------------------------------------------------------------------------
+    def enqueue_job(self, job: NewJob, now: datetime) -> tuple[Job, bool]:
+        """(the job, created). An active job with the same key is returned instead."""
+        with self._tx() as conn:
+            row = conn.execute(
+                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', 0, %s,"
+                " %s, 0, NULL, NULL, '{}', NULL, '{}', %s, %s, NULL)"
+                " ON CONFLICT (tenant_id, kind, idempotency_key)"
+                " WHERE status IN ('queued', 'running') DO NOTHING"
+                f" RETURNING {_JOB_COLUMNS}",
+                (
+                    uuid.uuid4().hex,
+                    job.tenant_id,
+                    job.kind,
+                    job.idempotency_key,
+                    json.dumps(job.payload, sort_keys=True),
+                    job.max_attempts,
+                    now,
+                    now,
+                    now,
+                ),
+            ).fetchone()
+            if row is not None:
+                return _job(row), True
+            existing = conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE tenant_id = %s AND kind = %s"
+                " AND idempotency_key = %s AND status IN ('queued', 'running')",
+                (job.tenant_id, job.kind, job.idempotency_key),
+            ).fetchone()
+            assert existing is not None
+            return _job(existing), False
+
+    def claim_job(
+        self, kinds: list[str], worker: str, lease_until: datetime, now: datetime
+    ) -> Job | None:
+        """Take the oldest due job of ``kinds``: queued, or running with an expired lease (its
+        worker died). The fencing token goes up, so the old holder can no longer finish it."""
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT job_id FROM jobs WHERE kind = ANY(%s) AND ("
+                " (status = 'queued' AND run_after <= %s)"
+                " OR (status = 'running' AND lease_expires_at <= %s))"
+                " ORDER BY run_after, created_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+                (kinds, now, now),
+            ).fetchone()
+            if row is None:
+                return None
+            claimed = conn.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1,"
+                " fencing_token = fencing_token + 1, lease_owner = %s, lease_expires_at = %s,"
+                f" updated_at = %s WHERE job_id = %s RETURNING {_JOB_COLUMNS}",
+                (worker, lease_until, now, row[0]),
+            ).fetchone()
+            return None if claimed is None else _job(claimed)
+
+    def heartbeat_job(
+        self,
+        job_id: str,
+        token: int,
+        lease_until: datetime,
+        checkpoint: dict[str, Any] | None,
+        now: datetime,
+    ) -> bool:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET lease_expires_at = %s, updated_at = %s,"
+                " checkpoint = COALESCE(%s::json, checkpoint) WHERE job_id = %s"
+                " AND fencing_token = %s AND status = 'running'",
+                (
+                    lease_until,
+                    now,
+                    None if checkpoint is None else json.dumps(checkpoint, sort_keys=True),
+                    job_id,
+                    token,
+                ),
+            )
+            return cur.rowcount == 1
+
+    def finish_job(
+        self,
+        job_id: str,
+        token: int,
+        status: JobStatus,
+        now: datetime,
+        *,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        run_after: datetime | None = None,
+    ) -> bool:
+        """Record an outcome, only for the current lease holder. ``status`` QUEUED with a
+        ``run_after`` is a retry with backoff."""
+        finished = now if status in (JobStatus.SUCCEEDED, JobStatus.FAILED) else None
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET status = %s, result = %s, last_error = %s, updated_at = %s,"
+                " run_after = COALESCE(%s, run_after), lease_owner = NULL,"
+                " lease_expires_at = NULL, finished_at = %s"
+                " WHERE job_id = %s AND fencing_token = %s AND status = 'running'",
+                (
+                    status.value,
+                    json.dumps(result or {}, sort_keys=True),
+                    error,
+                    now,
+                    run_after,
+                    finished,
+                    job_id,
+                    token,
+                ),
+            )
+            return cur.rowcount == 1
+
+    def cancel_job(self, job_id: str, now: datetime) -> Job | None:
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = 'cancelled', updated_at = %s, lease_owner = NULL,"
+                " lease_expires_at = NULL, fencing_token = fencing_token + 1"
+                " WHERE job_id = %s AND status IN ('queued', 'running')",
+                (now, job_id),
+            )
+            found = conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = %s", (job_id,)
+            ).fetchone()
+            return None if found is None else _job(found)
+
+    def retry_job(self, job_id: str, now: datetime) -> Job | None:
+        """Queue a failed or cancelled job again with a fresh attempt budget."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = 'queued', attempts = 0, run_after = %s,"
+                " updated_at = %s, finished_at = NULL"
+                " WHERE job_id = %s AND status IN ('failed', 'cancelled')"
+                " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.tenant_id = jobs.tenant_id"
+                " AND j.kind = jobs.kind AND j.idempotency_key = jobs.idempotency_key"
+                " AND j.status IN ('queued', 'running'))",
+                (now, now, job_id),
+            )
+            found = conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = %s", (job_id,)
+            ).fetchone()
+            return None if found is None else _job(found)
+
+    def get_job(self, job_id: str) -> Job | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = %s", (job_id,)
+            ).fetchone()
+        return None if row is None else _job(row)
+
+    def list_jobs(self, tenant_id: str | None, status: JobStatus | None, limit: int) -> list[Job]:
+        where, params = ["true"], []
+        if tenant_id is not None:
+            where.append("tenant_id = %s")
+            params.append(tenant_id)
+        if status is not None:
+            where.append("status = %s")
+            params.append(status.value)
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {' AND '.join(where)}"
+                " ORDER BY created_at DESC, job_id LIMIT %s",
+                (*params, limit),
+            ).fetchall()
+        return [_job(r) for r in rows]
+
+    # -- per-key rate limit ------------------------------------------------------------------
+    def take_rate_token(self, key_id: str, rate: float, burst: int, now: datetime) -> float:
+        """Spend one token of ``key_id``'s bucket; 0.0 when admitted, else seconds to wait.
+        The bucket row is locked for the read-modify-write, so every process shares it."""
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO rate_buckets (key_id, tokens, updated_at) VALUES (%s, %s, %s)"
+                " ON CONFLICT (key_id) DO NOTHING",
+                (key_id, float(burst), now),
+            )
+            row = conn.execute(
+                "SELECT tokens, updated_at FROM rate_buckets WHERE key_id = %s FOR UPDATE",
+                (key_id,),
+            ).fetchone()
+            assert row is not None
+            elapsed = max(0.0, (now - row[1]).total_seconds())
+            tokens = min(float(burst), float(row[0]) + elapsed * rate)
+            wait = 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate
+            if wait == 0.0:
+                tokens -= 1.0
+            conn.execute(
+                "UPDATE rate_buckets SET tokens = %s, updated_at = GREATEST(updated_at, %s)"
+                " WHERE key_id = %s",
+                (tokens, now, key_id),
+            )
+            return wait
+
+    # -- model budget ------------------------------------------------------------------------
+    def reserve_budget(self, tenant_id: str, window_start: datetime, limit: int) -> bool:
+        """Take one model call from the tenant's window, atomically; False when spent."""
+        if limit <= 0:
+            return False
+        with self._tx() as conn:
+            row = conn.execute(
+                "INSERT INTO model_budget AS b (tenant_id, window_start, used)"
+                " VALUES (%s, %s, 1) ON CONFLICT (tenant_id, window_start)"
+                " DO UPDATE SET used = b.used + 1 WHERE b.used < %s RETURNING used",
+                (tenant_id, window_start, limit),
+            ).fetchone()
+            return row is not None
+
+
+def _job(r: Sequence[Any]) -> Job:
+    return Job(
+        job_id=r[0],
+        tenant_id=r[1],
+        kind=r[2],
+        idempotency_key=r[3],
+        payload=r[4],
+        status=JobStatus(r[5]),
+        attempts=int(r[6]),
+        max_attempts=int(r[7]),
+        run_after=utc(r[8]),
+        fencing_token=int(r[9]),
+        lease_owner=r[10],
+        lease_expires_at=utc_opt(r[11]),
+        checkpoint=r[12],
+        last_error=r[13],
+        result=r[14],
+        created_at=utc(r[15]),
+        updated_at=utc(r[16]),
+        finished_at=utc_opt(r[17]),
+    )
