@@ -198,8 +198,12 @@ def recall_latency(
     mark = time.perf_counter()
     mem.import_(synthetic_rows(mem, n, owner_ids, seed))
     load_s = time.perf_counter() - mark
+    mark = time.perf_counter()
+    mem.service.store.maintain()  # e.g. per-scope ANN indexes on PostgreSQL; nothing on SQLite
+    maintain_s = time.perf_counter() - mark
     mem.close()
     size_bytes = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    backend = mem.service.store.capabilities.backend
 
     rng = random.Random(seed)
     questions = [
@@ -214,11 +218,13 @@ def recall_latency(
     first_s = time.perf_counter() - mark
     latencies = []
     underfilled = 0
+    paths: set[str] = set()
     for q in questions:
         t = time.perf_counter()
         result = mem.recall(q, scope="agent", k=10)
         latencies.append((time.perf_counter() - t) * 1000)
         underfilled += int(result.meta["underfilled"])
+        paths.add(result.meta["paths"].get("semantic", "none"))
     rss = rss_mib()
     mem.close()
     return {
@@ -227,12 +233,15 @@ def recall_latency(
         "scope_rows": n // owners + (1 if n % owners else 0),
         "queries": queries,
         "load_seconds": round(load_s, 2),
+        "maintain_seconds": round(maintain_s, 2),
         "first_recall_after_restart_s": round(first_s, 3),
         "latency_ms": percentiles(latencies),
         "underfilled_pages": underfilled,
+        "vector_paths": sorted(paths),
         "rss_mib": rss,
-        "file_bytes": size_bytes,
-        "bytes_per_row": round(size_bytes / max(n, 1)),
+        "backend": backend,
+        "file_bytes": size_bytes if path.exists() else None,
+        "bytes_per_row": round(size_bytes / max(n, 1)) if path.exists() else None,
     }
 
 
