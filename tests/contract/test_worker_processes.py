@@ -48,7 +48,7 @@ def test_job_001_two_processes_never_run_a_job_twice(tmp_path: Path) -> None:
     for i in range(40):
         queue.enqueue(NewJob("t", "work", f"job-{i}"))
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_work, args=(db, log, 60, 0.0, 60)) for _ in range(2)]
+    procs = [ctx.Process(target=_work, args=(db, log, 60, 0.05, 60)) for _ in range(2)]
     for p in procs:
         p.start()
     for p in procs:
