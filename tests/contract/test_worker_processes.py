@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,32 @@ from quipu.storage.sqlite.store import SQLiteStore
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses fork and SIGKILL")
 
 
+def _open(db: str) -> Any:
+    if db.startswith("postgresql://"):
+        from quipu.storage.postgres.store import PostgresStore
+
+        return PostgresStore(db, max_connections=2)
+    return SQLiteStore(db)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A store location every process can open: a file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "q.db")
+        return
+    from tests.conftest import PG_URL, schema_url
+    from tests.support.pg import drop_schema, new_schema
+
+    if PG_URL is None:
+        pytest.skip("needs QUIPU_TEST_DATABASE_URL (make test sets it)")
+    name = new_schema(PG_URL, f"w_{uuid.uuid4().hex[:12]}")
+    yield schema_url(PG_URL, name)
+    drop_schema(PG_URL, name)
+
+
 def _work(db: str, log: str, lease_s: float, sleep_s: float, rounds: int) -> None:
-    store = SQLiteStore(db)
+    store = _open(db)
     queue = JobQueue(store, lease=timedelta(seconds=lease_s))
 
     def handler(lease: Lease) -> dict[str, Any]:
@@ -41,13 +66,13 @@ def _work(db: str, log: str, lease_s: float, sleep_s: float, rounds: int) -> Non
     store.close()
 
 
-def test_job_001_two_processes_never_run_a_job_twice(tmp_path: Path) -> None:
-    db, log = str(tmp_path / "q.db"), str(tmp_path / "log.txt")
-    store = SQLiteStore(db)
+def test_job_001_two_processes_never_run_a_job_twice(db: str, tmp_path: Path) -> None:
+    log = str(tmp_path / "log.txt")
+    store = _open(db)
     queue = JobQueue(store)
     for i in range(40):
         queue.enqueue(NewJob("t", "work", f"job-{i}"))
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_work, args=(db, log, 60, 0.05, 60)) for _ in range(2)]
     for p in procs:
         p.start()
@@ -64,11 +89,11 @@ def test_job_001_two_processes_never_run_a_job_twice(tmp_path: Path) -> None:
     store.close()
 
 
-def test_job_001_sigkill_mid_job_loses_nothing(tmp_path: Path) -> None:
-    db, log = str(tmp_path / "q.db"), str(tmp_path / "log.txt")
-    store = SQLiteStore(db)
+def test_job_001_sigkill_mid_job_loses_nothing(db: str, tmp_path: Path) -> None:
+    log = str(tmp_path / "log.txt")
+    store = _open(db)
     job, _ = JobQueue(store).enqueue(NewJob("t", "work", "the-job"))
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")
     victim = ctx.Process(target=_work, args=(db, log, 1.0, 60.0, 1))
     victim.start()
     deadline = time.monotonic() + 30
