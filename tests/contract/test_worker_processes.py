@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses fork and S
 
 
 def _open(db: str) -> Any:
-    if db.startswith("postgresql://"):
+    if not db.endswith(".db"):  # a PostgreSQL conninfo for a fresh schema
         from quipu.storage.postgres.store import PostgresStore
 
         return PostgresStore(db, max_connections=2)
