@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from quipu.auth.ratelimit import RateLimiter
+from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import validate
 from quipu.core.auth import AuditEvent
 from quipu.core.query import Candidate, Cursor, Filters, Hit, Page, RecallResult
@@ -35,7 +35,8 @@ from quipu.core.text import content_hash, embedding_key, fold
 from quipu.core.versions import Change
 from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
-from quipu.retrieval.fusion import rrf
+from quipu.retrieval.fusion import rrf, score_fusion
+from quipu.retrieval.temporal import query_windows, window_filters
 from quipu.safety import find_secrets, looks_like_injection, secret_error
 from quipu.settings import Settings
 from quipu.storage.base import EmbeddingPin, Store, Vector
@@ -58,10 +59,12 @@ class Limits:
     default_k: int = 10
     max_k: int = 100
     max_page: int = 200
-    candidate_depth: int = 60
+    candidate_depth: int = 100
     rrf_k: int = 60
-    weight_vector: float = 1.0
-    weight_text: float = 1.0
+    weight_vector: float = 0.7
+    weight_text: float = 0.3
+    fusion: str = "score"
+    temporal_boost: float = 0.2
 
     @classmethod
     def from_settings(cls, s: Settings) -> Limits:
@@ -75,7 +78,7 @@ class MemoryService:
         embedder: Embedder | None,
         limits: Limits | None = None,
         clock: Callable[[], datetime] | None = None,
-        limiter: RateLimiter | None = None,
+        limiter: RateLimiter | SharedRateLimiter | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -364,11 +367,20 @@ class MemoryService:
 
         mark = time.perf_counter()
         exact = self.store.exact_candidates(ref, fold(text), content_hash(text))
-        fused = rrf(
-            lists,
-            {"semantic": self.limits.weight_vector, "text": self.limits.weight_text},
-            self.limits.rrf_k,
-        )
+        if self.limits.fusion == "rrf":
+            fused = rrf(
+                lists,
+                {"semantic": self.limits.weight_vector, "text": self.limits.weight_text},
+                self.limits.rrf_k,
+            )
+        else:
+            fused = score_fusion(
+                lists.get("semantic", []),
+                lists["text"],
+                weight_vector=self.limits.weight_vector,
+                weight_text=self.limits.weight_text,
+                boosts=self._temporal_boosts(ref, text, vector, flt, depth, lists),
+            )
         hits = self._shape(exact, fused, flt, size)
         timings["fuse_ms"] = _ms(mark)
         timings["total_ms"] = _ms(started)
@@ -637,6 +649,29 @@ class MemoryService:
             if len(hits) == size:
                 break
         return hits
+
+    def _temporal_boosts(
+        self,
+        ref: ScopeRef,
+        text: str,
+        vector: Vector | None,
+        flt: Filters,
+        depth: int,
+        lists: dict[str, list[Candidate]],
+    ) -> dict[int, float]:
+        """``temporal_boost`` for the candidates observed within a date the query names."""
+        boost = self.limits.temporal_boost
+        pool = {c.key for candidates in lists.values() for c in candidates}
+        boosts: dict[int, float] = {}
+        for window in query_windows(text) if boost > 0 else []:
+            narrowed = window_filters(flt, window)
+            if narrowed is None:
+                continue
+            inside, _ = self.store.text_candidates(ref, text, narrowed, depth)
+            if vector is not None:
+                inside += self.store.vector_candidates(ref, vector, narrowed, depth)[0]
+            boosts.update((c.key, boost) for c in inside if c.key in pool)
+        return boosts
 
     def _live_duplicate(self, ref: ScopeRef, memory: MemoryVersion) -> MemoryVersion | None:
         if memory.status is not Status.ACTIVE:

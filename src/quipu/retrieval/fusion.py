@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion (RECALL-1). Pure."""
+"""Fusing the candidate lists of recall (RECALL-1): by score (the default) or by rank. Pure."""
 
 from __future__ import annotations
 
@@ -29,3 +29,42 @@ def rrf(
             found.setdefault(cand.key, []).append(name)
     ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     return [(key, score, tuple(found[key])) for key, score in ordered]
+
+
+def score_fusion(
+    semantic: Sequence[Candidate],
+    text: Sequence[Candidate],
+    *,
+    weight_vector: float,
+    weight_text: float,
+    boosts: Mapping[int, float] | None = None,
+) -> list[tuple[int, float, tuple[str, ...]]]:
+    """Fuse by score: ``weight_vector * cosine + weight_text * bm25 / top bm25 + boost``.
+
+    The two scores carry what ranks throw away: how close the best vector match really is,
+    and how far the other keyword matches trail the best one. BM25 has no fixed scale, so it
+    is divided by the list's top score (the best keyword match scores 1). Cosine is kept as is.
+    A candidate missing from the vector list gets the list's lowest cosine (every unlisted row
+    scores at most that); one missing from the text list gets 0. ``boosts`` adds a bonus to
+    the keys it names (a temporal match, say) and labels them ``"time"``; a boosted key that
+    neither list holds is ignored. Ties break on key, so the order is deterministic.
+    """
+    top_text = max((c.score for c in text), default=0.0)
+    floor = min((c.score for c in semantic), default=0.0)
+    cosine = {c.key: c.score for c in semantic}
+    keyword = {c.key: c.score / top_text for c in text} if top_text > 0 else {}
+    scores: dict[int, float] = {}
+    found: dict[int, tuple[str, ...]] = {}
+    for key in dict.fromkeys([*cosine, *(c.key for c in text)]):
+        labels = tuple(
+            name for name, table in (("semantic", cosine), ("text", keyword)) if key in table
+        )
+        score = weight_vector * cosine.get(key, floor) + weight_text * keyword.get(key, 0.0)
+        bonus = boosts.get(key, 0.0) if boosts else 0.0
+        if bonus:
+            score += bonus
+            labels += ("time",)
+        scores[key] = score
+        found[key] = labels
+    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [(key, score, found[key]) for key, score in ordered]

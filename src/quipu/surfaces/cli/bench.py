@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import tempfile
 from collections.abc import Callable
@@ -12,10 +13,22 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.status import Status
+from rich.table import Table
 
 import quipu
-from quipu.evals import perf
+from quipu.composition import load_settings
+from quipu.errors import ConfigurationError
+from quipu.evals import perf, public_bench
 
 app = typer.Typer(help="Benchmarks; each writes its results as JSON.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -93,14 +106,19 @@ def recall(
     n: Annotated[int, typer.Option("-n", help="Rows in the file.")] = 100_000,
     owners: Annotated[int, typer.Option(help="Scope owners the rows are spread over.")] = 1,
     queries: Annotated[int, typer.Option(help="Timed recalls.")] = 300,
+    database: Annotated[
+        str | None,
+        typer.Option(help="An EMPTY postgresql:// database to measure instead of a temp file."),
+    ] = None,
     out: Out = None,
 ) -> None:
-    """Recall latency in one scope of an N-row file (p50/p95/p99, first recall after restart,
-    resident memory)."""
+    """Recall latency in one scope of an N-row store (p50/p95/p99, first recall after restart,
+    resident memory, size per row for a file)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
+        target: str | Path = database or path
         result = perf.recall_latency(
-            lambda: quipu.open(path),
+            lambda: quipu.open(target, worker_embedded=False),
             path,
             n,
             owners=owners,
@@ -108,3 +126,303 @@ def recall(
             progress=console.log,
         )
     _emit("recall", result, out)
+
+
+# --------------------------------------------------------------------------------------
+# Public conversational-memory benchmarks (EVAL-3): the logic is in quipu.evals.public_bench
+# --------------------------------------------------------------------------------------
+
+_DATA_FILES = {
+    "locomo": "locomo/locomo10.json",
+    "longmemeval": "longmemeval/longmemeval_s_subset_balanced.json",
+}
+Data = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Benchmark file (any file of the same format). Default: ../shared/data/… beside "
+        "the current directory or the source checkout.",
+    ),
+]
+Limit = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Only the first N scored questions.")
+]
+Baselines = Annotated[
+    bool,
+    typer.Option("--baselines", help="Also run BM25-only (bm25s) and dense-only (exact kNN)."),
+]
+Depth = Annotated[int, typer.Option("--depth", min=10, max=1000, help="Turns ranked per question.")]
+Details = Annotated[
+    bool, typer.Option("--details", help="Add each question's top-10 sessions/turns to the JSON.")
+]
+SettingOverrides = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override a setting of Quipu's stores, NAME=VALUE (repeatable); default: the "
+        "shipped defaults.",
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the JSON instead of the tables.")]
+LatencyK = Annotated[
+    int,
+    typer.Option("--latency-k", min=1, max=100, help="Results of the timed recall call."),
+]
+
+
+@app.command()
+def locomo(
+    data: Data = None,
+    limit: Limit = None,
+    baselines: Baselines = False,
+    depth: Depth = 50,
+    details: Details = False,
+    overrides: SettingOverrides = None,
+    latency_k: LatencyK = 10,
+    as_json: AsJson = False,
+    out: Out = None,
+) -> None:
+    """LoCoMo evidence retrieval: categories 1-4, every speaker's turns indexed as
+    "<speaker>: <text>", session- and turn-level recall@k, nDCG@10, context tokens."""
+    path = _dataset(data, "locomo")
+    _public(
+        "locomo",
+        path,
+        public_bench.locomo_haystacks(path, limit),
+        limit=limit,
+        baselines=baselines,
+        depth=depth,
+        details=details,
+        overrides=_parse_overrides(overrides),
+        latency_k=latency_k,
+        as_json=as_json,
+        out=out,
+    )
+
+
+@app.command()
+def longmemeval(
+    data: Data = None,
+    limit: Limit = None,
+    baselines: Baselines = False,
+    depth: Depth = 50,
+    details: Details = False,
+    overrides: SettingOverrides = None,
+    latency_k: LatencyK = 10,
+    as_json: AsJson = False,
+    out: Out = None,
+) -> None:
+    """LongMemEval evidence retrieval (official protocol: user turns only, abstention
+    questions skipped): session- and turn-level recall@k, nDCG@10, context tokens."""
+    path = _dataset(data, "longmemeval")
+    _public(
+        "longmemeval",
+        path,
+        public_bench.longmemeval_haystacks(path, limit),
+        limit=limit,
+        baselines=baselines,
+        depth=depth,
+        details=details,
+        overrides=_parse_overrides(overrides),
+        latency_k=latency_k,
+        as_json=as_json,
+        out=out,
+    )
+
+
+def _dataset(data: Path | None, name: str) -> Path:
+    if data is not None:
+        if not data.is_file():
+            raise typer.BadParameter(f"no such file: {data}", param_hint="--data")
+        return data
+    relative = Path("..") / "shared" / "data" / _DATA_FILES[name]
+    checkout = Path(quipu.__file__).resolve().parents[2]
+    for candidate in (Path.cwd() / relative, checkout / relative):
+        if candidate.is_file():
+            return candidate.resolve()
+    raise typer.BadParameter(
+        f"{relative} not found beside the current directory or the checkout; pass --data",
+        param_hint="--data",
+    )
+
+
+def _parse_overrides(items: list[str] | None) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--set")
+        overrides[name.strip()] = value.strip()
+    try:
+        load_settings(overrides, environ={})
+    except ConfigurationError as error:
+        raise typer.BadParameter(error.message, param_hint="--set") from None
+    return overrides
+
+
+class _Bars:
+    """rich progress bars, one per (system, stage)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+
+    def start(self, stage: str, total: int) -> None:
+        self._tasks[stage] = self._progress.add_task(stage, total=total)
+
+    def advance(self, stage: str, amount: int) -> None:
+        self._progress.advance(self._tasks[stage], amount)
+
+
+def _public(
+    name: str,
+    path: Path,
+    haystacks: list[public_bench.Haystack],
+    *,
+    limit: int | None,
+    baselines: bool,
+    depth: int,
+    details: bool,
+    overrides: dict[str, str],
+    latency_k: int,
+    as_json: bool,
+    out: Path | None,
+) -> None:
+    if not haystacks:
+        raise typer.BadParameter(f"{path} holds no scored question", param_hint="--data")
+    from quipu.embeddings.local import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    embedder.embed_batch(["warm-up so the model is loaded before timing"])
+    columns = (
+        TextColumn("{task.description:<18}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="quipu-bench-") as tmp:
+        systems = public_bench.make_systems(embedder, Path(tmp), overrides).chosen(baselines)
+        with Progress(*columns, console=console, transient=True) as bars:
+            report = public_bench.run_benchmark(
+                haystacks,
+                systems,
+                depth=depth,
+                progress=_Bars(bars),
+                details=details,
+                latency_k=latency_k,
+            )
+    result = {
+        "benchmark": name,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "machine": perf.machine(),
+        "data": str(path),
+        "limit": limit,
+        "load_average": {"before": list(load_before), "after": list(os.getloadavg())},
+        **report,
+    }
+    text = json.dumps(result, indent=2)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n", encoding="utf-8")
+    if as_json:
+        print(text)
+    else:
+        _render(result)
+
+
+def _render(result: dict[str, Any]) -> None:
+    stdout = Console()
+    systems: dict[str, Any] = result["systems"]
+    summary = Table(
+        title=f"{result['benchmark']}: {result['questions']} questions, "
+        f"{result['turns']} turns in {result['haystacks']} haystacks",
+    )
+    for column in ("system", "level", "all@1", "all@3", "all@5", "all@10", "any@5", "nDCG@10"):
+        summary.add_column(column, justify="left" if column in ("system", "level") else "right")
+    for system, body in systems.items():
+        for level in ("session", "turn"):
+            scores = body["overall"].get(level)
+            if scores:
+                summary.add_row(
+                    system,
+                    level,
+                    *(f"{scores[m]:.3f}" for m in ("all@1", "all@3", "all@5", "all@10", "any@5")),
+                    f"{scores['ndcg@10']:.3f}",
+                )
+    stdout.print(summary)
+
+    costs = Table(title=f"cost per question (latency: recall of k={result['latency_k']})")
+    for column in ("system", "index s", "ctx tok @1", "@3", "@5", "@10", "p50 ms", "p95 ms"):
+        costs.add_column(column, justify="left" if column == "system" else "right")
+    for system, body in systems.items():
+        tokens = body["overall"]["context_tokens"]
+        latency = body["recall_latency_ms"] or {}
+        costs.add_row(
+            system,
+            f"{body['index_s']:.1f}",
+            *(f"{tokens[f'@{k}']:.0f}" for k in (1, 3, 5, 10)),
+            f"{latency.get('p50', 0):.1f}",
+            f"{latency.get('p95', 0):.1f}",
+        )
+    stdout.print(costs)
+
+    categories = Table(title="by category: session all@5 / all@10 (turn all@5)")
+    categories.add_column("category", overflow="fold")
+    categories.add_column("n", justify="right")
+    for system in systems:
+        categories.add_column(system, justify="right")
+    names = next(iter(systems.values()))["by_category"]
+    for category in names:
+        cells = []
+        for body in systems.values():
+            group = body["by_category"][category]
+            turn = group.get("turn")
+            turn_cell = f" ({turn['all@5']:.3f})" if turn else ""
+            session = group["session"]
+            cells.append(f"{session['all@5']:.3f} / {session['all@10']:.3f}{turn_cell}")
+        categories.add_row(category, str(names[category]["count"]), *cells)
+    stdout.print(categories)
+
+
+@app.command()
+def http(
+    n: Annotated[int, typer.Option("-n", help="Memories in the served scope.")] = 10_000,
+    requests: Annotated[int, typer.Option(help="Requests per measurement.")] = 2_000,
+    concurrency: Annotated[
+        list[int] | None, typer.Option(help="Concurrency levels (repeatable).")
+    ] = None,
+    out: Out = None,
+) -> None:
+    """Serve N memories with `quipu serve` in a child process and load it over loopback:
+    recall requests/s and latency at each concurrency, remember requests/s, 5xx count."""
+    from quipu.evals import http_load
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result = http_load.run(
+            Path(tmp),
+            rows=n,
+            requests=requests,
+            levels=concurrency or [1, 8, 32],
+            progress=console.log,
+        )
+    _emit("http", result, out)
+
+
+@app.command()
+def promote(
+    data: Annotated[Path, typer.Option("--data", help="A LoCoMo-format JSON file.")] = Path(
+        "../shared/data/locomo/locomo10.json"
+    ),
+    limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
+    out: Out = None,
+) -> None:
+    """Promotion throughput (turns/s incl. extraction and embedding) and memories per 100 turns
+    on LoCoMo conversations."""
+    from quipu.embeddings.local import LocalEmbedder
+    from quipu.evals import promote_bench
+
+    result = promote_bench.run(data, LocalEmbedder(), limit=limit, progress=console.log)
+    _emit("promote", result, out)
