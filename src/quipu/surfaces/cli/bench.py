@@ -72,7 +72,7 @@ def ingest(
     for run in range(runs):
         label = f"run {run + 1}/{runs}"
         with tempfile.TemporaryDirectory() as tmp:
-            mem = quipu.open(Path(tmp) / "bench.db", worker_embedded=False)
+            mem = quipu.open(Path(tmp) / "bench.db", worker_embedded=False, quota_per_owner=n + 100)
             mem.remember("warm-up so the model is loaded before timing")
             with console.status(f"run {run + 1}/{runs}: ingesting {n}") as status:
                 results.append(
