@@ -96,3 +96,12 @@ def test_api_002_cursor_round_trip_and_garbage() -> None:
     for bad in ["%%%", "e30", "WzEsMl0"]:
         with pytest.raises(InvalidInput):
             Cursor.decode(bad)
+
+
+def test_mem_005_token_bucket_arithmetic() -> None:
+    from quipu.core.buckets import spend
+
+    assert spend(3.0, 0.0, 1.0, 5) == (2.0, 0.0)
+    assert spend(0.5, 0.0, 2.0, 5) == (0.5, 0.25)
+    assert spend(0.0, 100.0, 1.0, 5) == (4.0, 0.0)  # refill is capped at the burst
+    assert spend(0.5, -3.0, 1.0, 5) == (0.5, 0.5)  # a clock step backwards refills nothing

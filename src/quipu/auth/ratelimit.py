@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from quipu.core.buckets import spend
 from quipu.errors import LimitExceeded
 from quipu.storage.base import Store
 
@@ -28,17 +29,15 @@ class RateLimiter:
         with self._lock:
             now = self._clock()
             tokens, last = self._buckets.get(key, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
-            if tokens < 1.0:
-                self._buckets[key] = (tokens, now)
-                wait = (1.0 - tokens) / self.rate
+            tokens, wait = spend(tokens, now - last, self.rate, self.burst)
+            self._buckets[key] = (tokens, now)
+            if wait > 0:
                 raise LimitExceeded(
                     f"too many writes for this key; retry in {wait:.1f}s",
                     code="rate_limited",
                     details={"retry_after_s": round(wait, 3)},
                     retry_after=wait,
                 )
-            self._buckets[key] = (tokens - 1.0, now)
             if len(self._buckets) > 100_000:
                 self._buckets.clear()
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 
+from quipu.core.buckets import spend
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
 from quipu.storage.postgres.rows import utc, utc_opt
@@ -324,11 +325,7 @@ class WorkTables:
                 (key_id,),
             ).fetchone()
             assert row is not None
-            elapsed = max(0.0, (now - row[1]).total_seconds())
-            tokens = min(float(burst), float(row[0]) + elapsed * rate)
-            wait = 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate
-            if wait == 0.0:
-                tokens -= 1.0
+            tokens, wait = spend(float(row[0]), (now - row[1]).total_seconds(), rate, burst)
             conn.execute(
                 "UPDATE rate_buckets SET tokens = %s, updated_at = GREATEST(updated_at, %s)"
                 " WHERE key_id = %s",

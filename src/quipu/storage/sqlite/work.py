@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+from quipu.core.buckets import spend
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
@@ -321,12 +322,10 @@ class WorkTables:
             row = c.execute(
                 "SELECT tokens, updated_at FROM rate_buckets WHERE key_id = ?", (key_id,)
             ).fetchone()
-            tokens = float(burst) if row is None else float(row[0])
-            if row is not None:
-                tokens = min(float(burst), tokens + max(0, at - int(row[1])) / 1e6 * rate)
-            wait = 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate
-            if wait == 0.0:
-                tokens -= 1.0
+            if row is None:
+                tokens, wait = spend(float(burst), 0.0, rate, burst)
+            else:
+                tokens, wait = spend(float(row[0]), (at - int(row[1])) / 1e6, rate, burst)
             c.execute(
                 "INSERT INTO rate_buckets (key_id, tokens, updated_at) VALUES (?, ?, ?)"
                 " ON CONFLICT (key_id) DO UPDATE SET tokens = excluded.tokens,"
