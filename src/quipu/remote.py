@@ -23,14 +23,7 @@ import httpx
 from quipu.core import validate
 from quipu.core.query import Hit, Page, RecallResult
 from quipu.core.records import (
-    Kind,
     MemoryVersion,
-    Provenance,
-    Relation,
-    Scope,
-    Source,
-    Status,
-    Trust,
     WriteResult,
 )
 from quipu.errors import (
@@ -459,35 +452,7 @@ class Client:
 # -- wire format -> domain types ---------------------------------------------------------------
 def memory_from_dict(data: Mapping[str, Any]) -> MemoryVersion:
     """A :class:`MemoryVersion` from ``MemoryVersion.to_dict()`` as the server sends it."""
-    return MemoryVersion(
-        id=str(data["id"]),
-        version=int(data["version"]),
-        tenant_id="",
-        scope=Scope(data["scope"]),
-        owner="",
-        project=data.get("project"),
-        text=str(data["text"]),
-        kind=Kind(data["kind"]),
-        status=Status(data["status"]),
-        confidence=float(data["confidence"]),
-        source=Source(data["source"]),
-        trust=Trust(data["trust"]),
-        tags=tuple(data.get("tags") or ()),
-        metadata=dict(data.get("metadata") or {}),
-        aliases=tuple(data.get("aliases") or ()),
-        provenance=Provenance.from_dict(dict(data.get("provenance") or {})),
-        observed_at=_instant(data.get("observed_at")),
-        valid_at=datetime.fromisoformat(data["valid_at"]),
-        invalid_at=_instant(data.get("invalid_at")),
-        recorded_at=datetime.fromisoformat(data["recorded_at"]),
-        content_hash=str(data["content_hash"]),
-        embedding_model=data.get("embedding_model"),
-        relation=Relation(data["relation"]),
-        actor=str(data["actor"]),
-        reason=data.get("reason"),
-        related_id=data.get("related_id"),
-        is_current=bool(data.get("is_current", True)),
-    )
+    return MemoryVersion.from_dict(data, tenant_id="", owner="")
 
 
 def hit_from_dict(data: Mapping[str, Any]) -> Hit:
@@ -547,10 +512,6 @@ def _retry_after(response: httpx.Response) -> float | None:
         return float(response.headers["retry-after"])
     except (KeyError, ValueError):
         return None
-
-
-def _instant(value: Any) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
 
 
 def _memory_path(memory_id: str) -> str:

@@ -10,20 +10,12 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import IO, Any
 
 import numpy as np
 
 from quipu.core.records import (
-    Kind,
     MemoryVersion,
-    Provenance,
-    Relation,
-    Scope,
-    Source,
-    Status,
-    Trust,
 )
 from quipu.errors import InvalidInput
 from quipu.storage.base import Vector
@@ -49,34 +41,8 @@ def encode(memory: MemoryVersion, vector: Vector | None) -> dict[str, Any]:
 
 def decode(row: dict[str, Any]) -> tuple[MemoryVersion, Vector | None]:
     try:
-        memory = MemoryVersion(
-            id=str(row["id"]),
-            version=int(row["version"]),
-            tenant_id=str(row["tenant_id"]),
-            scope=Scope(row["scope"]),
-            owner=str(row["owner"]),
-            project=row.get("project"),
-            text=str(row["text"]),
-            kind=Kind(row["kind"]),
-            status=Status(row["status"]),
-            confidence=float(row["confidence"]),
-            source=Source(row["source"]),
-            trust=Trust(row["trust"]),
-            tags=tuple(row["tags"]),
-            metadata=dict(row["metadata"]),
-            aliases=tuple(row["aliases"]),
-            provenance=Provenance.from_dict(row.get("provenance") or {}),
-            observed_at=_time(row.get("observed_at")),
-            valid_at=_required_time(row["valid_at"]),
-            invalid_at=_time(row.get("invalid_at")),
-            recorded_at=_required_time(row["recorded_at"]),
-            content_hash=str(row["content_hash"]),
-            embedding_model=row.get("embedding_model"),
-            relation=Relation(row["relation"]),
-            actor=str(row["actor"]),
-            reason=row.get("reason"),
-            related_id=row.get("related_id"),
-            is_current=bool(row["is_current"]),
+        memory = MemoryVersion.from_dict(
+            row, tenant_id=str(row["tenant_id"]), owner=str(row["owner"])
         )
         blob = row.get("vector")
         vector = None if blob is None else np.frombuffer(base64.b64decode(blob), dtype=np.float32)
@@ -119,11 +85,3 @@ def read(lines: Iterable[str]) -> Iterator[tuple[MemoryVersion, Vector | None]]:
         if not isinstance(row, dict) or row.get("type") != "version":
             raise InvalidInput(f"line {number} is not a version row", code="invalid_export")
         yield decode(row)
-
-
-def _time(value: Any) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
-def _required_time(value: Any) -> datetime:
-    return datetime.fromisoformat(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -197,9 +198,47 @@ class MemoryVersion:
             "is_current": self.is_current,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, tenant_id: str, owner: str) -> MemoryVersion:
+        """The inverse of :meth:`to_dict`, which leaves out tenant and owner (callers supply
+        them). Raises KeyError, TypeError or ValueError on a malformed dict."""
+        return cls(
+            id=str(data["id"]),
+            version=int(data["version"]),
+            tenant_id=tenant_id,
+            scope=Scope(data["scope"]),
+            owner=owner,
+            project=data.get("project"),
+            text=str(data["text"]),
+            kind=Kind(data["kind"]),
+            status=Status(data["status"]),
+            confidence=float(data["confidence"]),
+            source=Source(data["source"]),
+            trust=Trust(data["trust"]),
+            tags=tuple(data["tags"]),
+            metadata=dict(data["metadata"]),
+            aliases=tuple(data["aliases"]),
+            provenance=Provenance.from_dict(dict(data.get("provenance") or {})),
+            observed_at=_parse(data.get("observed_at")),
+            valid_at=datetime.fromisoformat(data["valid_at"]),
+            invalid_at=_parse(data.get("invalid_at")),
+            recorded_at=datetime.fromisoformat(data["recorded_at"]),
+            content_hash=str(data["content_hash"]),
+            embedding_model=data.get("embedding_model"),
+            relation=Relation(data["relation"]),
+            actor=str(data["actor"]),
+            reason=data.get("reason"),
+            related_id=data.get("related_id"),
+            is_current=bool(data["is_current"]),
+        )
+
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def _parse(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
 
 
 @dataclass(frozen=True)
