@@ -29,18 +29,12 @@ import numpy as np
 
 from quipu.core.query import Filters
 from quipu.core.records import (
-    Kind,
     MemoryVersion,
-    Provenance,
-    Relation,
     Scope,
     ScopeRef,
-    Source,
-    Status,
-    Trust,
 )
-from quipu.core.text import content_hash, embedding_key
-from quipu.evals.perf import _PEOPLE, _THINGS, percentiles, sentence
+from quipu.core.text import embedding_key
+from quipu.evals.perf import _PEOPLE, _THINGS, imported_fact, percentiles, sentence
 from quipu.storage.base import EmbeddingPin
 
 DIM = 384
@@ -65,32 +59,7 @@ class Latent:
 
 
 def version(tenant: str, owner: str, text: str, at: datetime) -> MemoryVersion:
-    return MemoryVersion(
-        id=uuid.uuid4().hex,
-        version=1,
-        tenant_id=tenant,
-        scope=Scope.AGENT,
-        owner=owner,
-        project=None,
-        text=text,
-        kind=Kind.FACT,
-        status=Status.ACTIVE,
-        confidence=1.0,
-        source=Source.IMPORTED,
-        trust=Trust.VERIFIED,
-        tags=(),
-        metadata={},
-        aliases=(),
-        provenance=Provenance(surface="bench"),
-        observed_at=None,
-        valid_at=at - timedelta(days=1),
-        invalid_at=None,
-        recorded_at=at,
-        content_hash=content_hash(text),
-        embedding_model=PIN.model_id,
-        relation=Relation.IMPORTED,
-        actor="bench",
-    )
+    return imported_fact(tenant, owner, text, at=at, model=PIN.model_id)
 
 
 def open_store(database: str, plan_args: dict[str, Any]) -> tuple[Any, Any]:

@@ -8,8 +8,7 @@ neighbours, while the store's own search is still exact.
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -17,17 +16,11 @@ import pytest
 
 from quipu.core.query import Filters
 from quipu.core.records import (
-    Kind,
     MemoryVersion,
-    Provenance,
-    Relation,
     Scope,
     ScopeRef,
-    Source,
-    Status,
-    Trust,
 )
-from quipu.core.text import content_hash
+from quipu.evals.perf import imported_fact
 from quipu.storage.base import EmbeddingPin
 
 DIM = 64
@@ -39,32 +32,7 @@ NEEDLE = ScopeRef("t1", Scope.AGENT, "subject-0")
 
 
 def memory(owner: str, text: str, at: datetime) -> MemoryVersion:
-    return MemoryVersion(
-        id=uuid.uuid4().hex,
-        version=1,
-        tenant_id="t1",
-        scope=Scope.AGENT,
-        owner=owner,
-        project=None,
-        text=text,
-        kind=Kind.FACT,
-        status=Status.ACTIVE,
-        confidence=1.0,
-        source=Source.IMPORTED,
-        trust=Trust.VERIFIED,
-        tags=(),
-        metadata={},
-        aliases=(),
-        provenance=Provenance(surface="test"),
-        observed_at=None,
-        valid_at=at - timedelta(days=1),
-        invalid_at=None,
-        recorded_at=at,
-        content_hash=content_hash(text),
-        embedding_model=PIN.model_id,
-        relation=Relation.IMPORTED,
-        actor="test",
-    )
+    return imported_fact("t1", owner, text, at=at, model=PIN.model_id, actor="test")
 
 
 def unit(rng: np.random.Generator, n: int) -> Any:

@@ -148,35 +148,55 @@ def synthetic_rows(
         text = sentence(rng)
         vector = np_rng.standard_normal(pin.dimension).astype(np.float32)
         vector /= np.linalg.norm(vector)
-        yield (
-            MemoryVersion(
-                id=uuid.UUID(int=rng.getrandbits(128)).hex,
-                version=1,
-                tenant_id=base.tenant_id,
-                scope=Scope.AGENT,
-                owner=owner,
-                project=None,
-                text=text,
-                kind=Kind.FACT,
-                status=Status.ACTIVE,
-                confidence=1.0,
-                source=Source.IMPORTED,
-                trust=Trust.VERIFIED,
-                tags=(),
-                metadata={},
-                aliases=(),
-                provenance=Provenance(surface="bench"),
-                observed_at=None,
-                valid_at=now - timedelta(days=1),
-                invalid_at=None,
-                recorded_at=now - timedelta(seconds=n - i),
-                content_hash=content_hash(text),
-                embedding_model=pin.model_id,
-                relation=Relation.IMPORTED,
-                actor="bench",
-            ),
-            vector,
+        memory = imported_fact(
+            base.tenant_id,
+            owner,
+            text,
+            at=now - timedelta(seconds=n - i),
+            model=pin.model_id,
+            memory_id=uuid.UUID(int=rng.getrandbits(128)).hex,
         )
+        yield memory, vector
+
+
+def imported_fact(
+    tenant_id: str,
+    owner: str,
+    text: str,
+    *,
+    at: datetime,
+    model: str | None,
+    memory_id: str | None = None,
+    actor: str = "bench",
+) -> MemoryVersion:
+    """Version 1 of an active, imported fact in ``owner``'s agent scope, valid since a day
+    before ``at`` — the row benchmarks and scale tests load in bulk."""
+    return MemoryVersion(
+        id=memory_id or uuid.uuid4().hex,
+        version=1,
+        tenant_id=tenant_id,
+        scope=Scope.AGENT,
+        owner=owner,
+        project=None,
+        text=text,
+        kind=Kind.FACT,
+        status=Status.ACTIVE,
+        confidence=1.0,
+        source=Source.IMPORTED,
+        trust=Trust.VERIFIED,
+        tags=(),
+        metadata={},
+        aliases=(),
+        provenance=Provenance(surface=actor),
+        observed_at=None,
+        valid_at=at - timedelta(days=1),
+        invalid_at=None,
+        recorded_at=at,
+        content_hash=content_hash(text),
+        embedding_model=model,
+        relation=Relation.IMPORTED,
+        actor=actor,
+    )
 
 
 def recall_latency(
