@@ -12,10 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from quipu.composition import build_access, build_store, load_settings
+from quipu.composition import build_access, build_store
 from quipu.core.records import Principal, Role
-from quipu.errors import ConfigurationError, QuipuError
-from quipu.surfaces.cli.options import Config, Db
+from quipu.errors import QuipuError
+from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
 
 tenants = typer.Typer(help="Create and list tenants.", no_args_is_help=True)
 keys = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
@@ -28,17 +28,12 @@ Tenant = Annotated[str, typer.Option("--tenant", help="Tenant id.")]
 
 
 def _with_access(db: str | None, config: Path | None, action: Any) -> Any:
-    try:
-        settings = load_settings({"database": db}, config_file=config)
-    except ConfigurationError as exc:
-        err.print(f"[red]configuration error:[/red] {exc.message}")
-        raise typer.Exit(2) from None
+    settings = settings_or_exit(db, config)
     store = build_store(settings)
     try:
         return action(build_access(settings, store))
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        raise typer.Exit(1) from None
+        fail(exc, 1)
     finally:
         store.close()
 

@@ -16,13 +16,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from quipu.composition import build_service, load_settings, local_principal
-from quipu.errors import ConfigurationError, QuipuError
+from quipu.composition import build_service, local_principal
+from quipu.errors import QuipuError
 from quipu.service import MemoryService
 from quipu.settings import Settings
 from quipu.surfaces.cli import access, bench, jobs
 from quipu.surfaces.cli import eval as eval_cli
-from quipu.surfaces.cli.options import Config, Db
+from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
 
 app = typer.Typer(
     help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -42,12 +42,7 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a tabl
 ScopeOpt = Annotated[str, typer.Option("--scope", help="agent, user, agent_user or tenant.")]
 
 
-def _settings(db: str | None, config: Path | None, **overrides: Any) -> Settings:
-    try:
-        return load_settings({"database": db, **overrides}, config_file=config)
-    except ConfigurationError as exc:
-        err.print(f"[red]configuration error:[/red] {exc.message}")
-        raise typer.Exit(2) from None
+_settings = settings_or_exit
 
 
 def _run(db: str | None, config: Path | None, action: Callable[[MemoryService, Settings], T]) -> T:
@@ -55,8 +50,7 @@ def _run(db: str | None, config: Path | None, action: Callable[[MemoryService, S
     try:
         service = build_service(settings)
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        raise typer.Exit(2) from None
+        fail(exc, 2)
     try:
         return action(service, settings)
     except QuipuError as exc:
@@ -107,8 +101,7 @@ def serve(
     try:
         api, runtime = build_server(settings)
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        raise typer.Exit(2) from None
+        fail(exc, 2)
     url = f"http://{settings.host}:{settings.port}"
     mode = "API keys required" if settings.auth else "local principal, no authentication"
     console.print(f"Quipu {settings.database} on {url} ({mode}); OpenAPI docs: {url}/docs")
@@ -147,8 +140,7 @@ def mcp_(db: Db = None, config: Config = None) -> None:
         service = build_service(settings)
         runtime = build_runtime(settings, service)
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        raise typer.Exit(2) from None
+        fail(exc, 2)
     principal = local_principal(settings, "mcp")
     server = create_mcp_server(
         service,
@@ -428,8 +420,7 @@ def migrate(
     try:
         report = migrate_database(settings, citus=citus)
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        raise typer.Exit(1) from None
+        fail(exc, 1)
     sys.stdout.write(json.dumps(report, default=str) + "\n")
 
 

@@ -42,14 +42,9 @@ def _extractor(
         return DeterministicExtractor()
     if not (base_url and model):
         # Fall back to the `extractor_*` settings (file, environment) for what is missing.
-        from quipu.composition import load_settings
-        from quipu.errors import ConfigurationError
+        from quipu.surfaces.cli.options import settings_or_exit
 
-        try:
-            settings = load_settings(config_file=config)
-        except ConfigurationError as exc:
-            err.print(f"[red]configuration error:[/red] {exc.message}")
-            raise typer.Exit(2) from None
+        settings = settings_or_exit(None, config)
         base_url = base_url or settings.extractor_base_url
         model = model or settings.extractor_model
         api_key = api_key or settings.extractor_api_key

@@ -13,11 +13,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from quipu.composition import Runtime, build_runtime, build_service, load_settings
+from quipu.composition import Runtime, build_runtime, build_service
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
-from quipu.errors import ConfigurationError, QuipuError
-from quipu.surfaces.cli.options import Config, Db
+from quipu.errors import QuipuError
+from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
 
 jobs = typer.Typer(help="Inspect, cancel and retry durable jobs.", no_args_is_help=True)
 console = Console()
@@ -25,15 +25,11 @@ err = Console(stderr=True)
 
 
 def _runtime(db: str | None, config: Path | None) -> Runtime:
+    settings = settings_or_exit(db, config)
     try:
-        settings = load_settings({"database": db}, config_file=config)
         return build_runtime(settings, build_service(settings))
-    except ConfigurationError as exc:
-        err.print(f"[red]configuration error:[/red] {exc.message}")
-        raise typer.Exit(2) from None
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        raise typer.Exit(2) from None
+        fail(exc, 2)
 
 
 def worker(
@@ -73,8 +69,7 @@ def jobs_list(
         wanted = None if status is None else validate.enum(JobStatus, status, field="status")
         found = [j.to_dict() for j in rt.queue.store.list_jobs(tenant, wanted, limit)]
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        raise typer.Exit(1) from None
+        fail(exc, 1)
     finally:
         rt.close()
     _print(found, as_json)
@@ -108,8 +103,7 @@ def _act(db: str | None, config: Path | None, action: Any, verb: str) -> None:
     try:
         job = action(rt)
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        raise typer.Exit(1) from None
+        fail(exc, 1)
     finally:
         rt.close()
     console.print(f"{job.job_id}: {job.status.value} ({verb})")

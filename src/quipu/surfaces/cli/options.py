@@ -1,11 +1,19 @@
-"""Options shared by every command that opens a store."""
+"""What every command that opens a store shares: its options, settings loading, and how an
+error ends the command (the stable code on stderr, a non-zero exit)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
+from rich.console import Console
+
+from quipu.composition import load_settings
+from quipu.errors import ConfigurationError, QuipuError
+from quipu.settings import Settings
+
+err = Console(stderr=True)
 
 Db = Annotated[
     str | None,
@@ -16,3 +24,18 @@ Db = Annotated[
     ),
 ]
 Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
+
+
+def fail(exc: QuipuError, exit_code: int) -> NoReturn:
+    """Print ``code: message`` on stderr and end the command with ``exit_code``."""
+    label = "configuration error" if isinstance(exc, ConfigurationError) else exc.code
+    err.print(f"[red]{label}:[/red] {exc.message}")
+    raise typer.Exit(exit_code)
+
+
+def settings_or_exit(db: str | None, config: Path | None, **overrides: Any) -> Settings:
+    """Settings from defaults, the file, the environment and these flags; exit 2 if invalid."""
+    try:
+        return load_settings({"database": db, **overrides}, config_file=config)
+    except ConfigurationError as exc:
+        fail(exc, 2)
