@@ -34,6 +34,7 @@ from quipu.core.records import (
 )
 from quipu.core.scopes import resolve_scope
 from quipu.core.text import content_hash
+from quipu.evals.metrics import percentile
 
 _PEOPLE = ["Dana", "Ravi", "Mei", "Jonas", "Amara", "Luis", "Sofia", "Kenji", "Olu", "Noor"]
 _VERBS = ["prefers", "dislikes", "asked about", "booked", "mentioned", "is planning", "bought"]
@@ -76,10 +77,11 @@ def sentence(rng: random.Random) -> str:
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
+    """p50/p95/p99 (metrics.percentile, numpy's linear definition), min, max, mean."""
     ordered = sorted(values)
 
     def pct(p: float) -> float:
-        return float(np.percentile(ordered, p)) if ordered else 0.0
+        return percentile(ordered, p) if ordered else 0.0
 
     return {
         "p50": round(pct(50), 3),
