@@ -631,23 +631,28 @@ class MemoryService:
             (key, 1.0 + 1.0 / (1 + i), fused_found.get(key, ())) for i, key in enumerate(labels)
         ]
         order += [(key, score, found) for key, score, found in fused if key not in labels]
-        loaded = self.store.load([key for key, _, _ in order[: size * 3 + len(labels)]])
-        if len(loaded) < min(len(order), size * 3):
-            loaded.update(self.store.load([key for key, _, _ in order]))
         hits: list[Hit] = []
         families: set[str] = set()
         now = self._clock()
-        for key, score, found in order:
-            memory = loaded.get(key)
-            if memory is None or memory.id in families or not flt.accepts(memory):
-                continue
-            if flt.as_of is None and not _current_and_valid(memory, now):
-                continue
-            matched = tuple(labels.get(key, [])) + found
-            families.add(memory.id)
-            hits.append(Hit(memory, score, len(hits) + 1, matched))
-            if len(hits) == size:
-                break
+        # Rows are loaded in growing windows: most pages fill from the first ``size + 4``
+        # candidates, and loading (decoding) rows is a large share of a recall's CPU.
+        start, window = 0, size + len(labels) + 4
+        while start < len(order) and len(hits) < size:
+            chunk = order[start : start + window]
+            loaded = self.store.load([key for key, _, _ in chunk])
+            for key, score, found in chunk:
+                memory = loaded.get(key)
+                if memory is None or memory.id in families or not flt.accepts(memory):
+                    continue
+                if flt.as_of is None and not _current_and_valid(memory, now):
+                    continue
+                matched = tuple(labels.get(key, [])) + found
+                families.add(memory.id)
+                hits.append(Hit(memory, score, len(hits) + 1, matched))
+                if len(hits) == size:
+                    break
+            start += len(chunk)
+            window *= 2
         return hits
 
     def _temporal_boosts(

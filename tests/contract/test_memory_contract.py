@@ -525,3 +525,13 @@ def _ref(p: Principal):  # type: ignore[no-untyped-def]
     from quipu.core.scopes import resolve_scope
 
     return resolve_scope(p, "agent")
+
+
+def test_storage_bytes_grows_with_what_is_stored(service: MemoryService, alice: Principal) -> None:
+    """`quipu bench recall` reports bytes per memory from this figure, on either backend."""
+    before = service.store.storage_bytes()
+    for i in range(200):
+        service.remember(alice, f"storage probe number {i}: " + "lorem ipsum " * 40)
+    after = service.store.storage_bytes()
+    assert before > 0
+    assert after > before

@@ -9,14 +9,15 @@ real model on every call, so the latency includes query embedding.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from quipu.client import Quipu
 from quipu.core.records import (
     Kind,
     MemoryVersion,
+    Principal,
     Provenance,
     Relation,
     Scope,
@@ -36,6 +38,7 @@ from quipu.core.scopes import resolve_scope
 from quipu.core.text import content_hash
 from quipu.evals.metrics import percentile
 
+_LOAD_BATCH = 10_000
 _PEOPLE = ["Dana", "Ravi", "Mei", "Jonas", "Amara", "Luis", "Sofia", "Kenji", "Olu", "Noor"]
 _VERBS = ["prefers", "dislikes", "asked about", "booked", "mentioned", "is planning", "bought"]
 _THINGS = [
@@ -136,22 +139,23 @@ def ingest(
 
 
 def synthetic_rows(
-    mem: Quipu, n: int, owners: list[str], seed: int = 11
+    mem: Quipu, n: int, owners: list[str], seed: int = 11, tenant_id: str | None = None
 ) -> Iterator[tuple[MemoryVersion, np.ndarray]]:
-    """``n`` version-1 rows spread evenly over ``owners`` (agent ids), with unit vectors."""
+    """``n`` version-1 rows spread evenly over ``owners`` (agent ids), with unit vectors, in
+    ``tenant_id`` (default: the library's own tenant)."""
     pin = mem.service.store.embedding_pin()
     assert pin is not None, "the store needs an embedder to hold vectors"
     rng = random.Random(seed)
     np_rng = np.random.default_rng(seed)
     now = datetime.now(UTC)
-    base = resolve_scope(mem.principal, "agent")
+    tenant = tenant_id or resolve_scope(mem.principal, "agent").tenant_id
     for i in range(n):
         owner = owners[i % len(owners)]
         text = sentence(rng)
         vector = np_rng.standard_normal(pin.dimension).astype(np.float32)
         vector /= np.linalg.norm(vector)
         memory = imported_fact(
-            base.tenant_id,
+            tenant,
             owner,
             text,
             at=now - timedelta(seconds=n - i),
@@ -201,31 +205,69 @@ def imported_fact(
     )
 
 
+def _load(mem: Quipu, principal: Principal, rows: Iterator[tuple[MemoryVersion, Any]]) -> None:
+    """Import ``rows`` in batches, so a million rows never sit in memory at once."""
+    while batch := list(itertools.islice(rows, _LOAD_BATCH)):
+        mem.service.import_(principal, iter(batch))
+
+
+def _timed_recalls(mem: Quipu, principal: Principal, questions: list[str]) -> dict[str, Any]:
+    latencies = []
+    underfilled = 0
+    paths: set[str] = set()
+    for q in questions:
+        t = time.perf_counter()
+        result = mem.service.recall(principal, q, scope="agent", k=10)
+        latencies.append((time.perf_counter() - t) * 1000)
+        underfilled += int(result.meta["underfilled"])
+        paths.add(result.meta["paths"].get("semantic", "none"))
+    return {
+        "latency_ms": percentiles(latencies),
+        "underfilled_pages": underfilled,
+        "vector_paths": sorted(paths),
+    }
+
+
 def recall_latency(
     open_store: Callable[[], Quipu],
-    path: Path,
     n: int,
     *,
     owners: int,
     queries: int,
+    background: int = 0,
+    background_tenants: int = 0,
     seed: int = 3,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Load ``n`` rows over ``owners`` scope owners (the measured one is owner 0), then time
-    recall in that owner's scope: first query after a restart, then ``queries`` more."""
+    """Load ``n`` rows over ``owners`` scope owners (the measured one is owner 0) — plus
+    ``background`` rows spread over ``background_tenants`` other tenants — then time recall
+    in the measured scope: first query after a restart, then ``queries`` more. With background
+    tenants, one small tenant's scope is timed as well (``background_scope``)."""
     mem = open_store()
     owner_ids = [mem.principal.agent_id or "agent"] + [f"bench-agent-{i}" for i in range(1, owners)]
+    others = [
+        replace(mem.principal, tenant_id=f"bench-tenant-{i:04d}") for i in range(background_tenants)
+    ]
     if progress:
         progress(f"loading {n} rows over {owners} owner(s)")
     mark = time.perf_counter()
-    mem.import_(synthetic_rows(mem, n, owner_ids, seed))
+    _load(mem, mem.principal, synthetic_rows(mem, n, owner_ids, seed))
+    for i, principal in enumerate(others):
+        if progress and i % 100 == 0:
+            progress(f"loading background tenants {i}/{len(others)}")
+        share = background // len(others) + (1 if i < background % len(others) else 0)
+        rows = synthetic_rows(mem, share, owner_ids[:1], seed + 1 + i, principal.tenant_id)
+        _load(mem, principal, rows)
     load_s = time.perf_counter() - mark
+    if progress:
+        progress("maintain (per-scope indexes where the backend keeps them)")
     mark = time.perf_counter()
     mem.service.store.maintain()  # e.g. per-scope ANN indexes on PostgreSQL; nothing on SQLite
     maintain_s = time.perf_counter() - mark
+    size_bytes = mem.service.store.storage_bytes()
     mem.close()
-    size_bytes = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
     backend = mem.service.store.capabilities.backend
+    total = n + (background if others else 0)
 
     rng = random.Random(seed)
     questions = [
@@ -238,32 +280,32 @@ def recall_latency(
     mem = open_store()
     mem.recall(questions[0], scope="agent", k=10)
     first_s = time.perf_counter() - mark
-    latencies = []
-    underfilled = 0
-    paths: set[str] = set()
-    for q in questions:
-        t = time.perf_counter()
-        result = mem.recall(q, scope="agent", k=10)
-        latencies.append((time.perf_counter() - t) * 1000)
-        underfilled += int(result.meta["underfilled"])
-        paths.add(result.meta["paths"].get("semantic", "none"))
+    measured = _timed_recalls(mem, mem.principal, questions)
+    small = None
+    if others:
+        small = {
+            "tenant_rows": background // len(others),
+            **_timed_recalls(mem, others[len(others) // 2], questions),
+        }
     rss = rss_mib()
     mem.close()
     return {
-        "rows": n,
+        "rows": total,
         "owners": owners,
         "scope_rows": n // owners + (1 if n % owners else 0),
+        "background_rows": background if others else 0,
+        "background_tenants": len(others),
         "queries": queries,
         "load_seconds": round(load_s, 2),
+        "load_rows_per_s": round(total / max(load_s, 1e-9), 1),
         "maintain_seconds": round(maintain_s, 2),
         "first_recall_after_restart_s": round(first_s, 3),
-        "latency_ms": percentiles(latencies),
-        "underfilled_pages": underfilled,
-        "vector_paths": sorted(paths),
+        **measured,
+        "background_scope": small,
         "rss_mib": rss,
         "backend": backend,
-        "file_bytes": size_bytes if path.exists() else None,
-        "bytes_per_row": round(size_bytes / max(n, 1)) if path.exists() else None,
+        "storage_bytes": size_bytes,
+        "bytes_per_row": round(size_bytes / max(total, 1)),
     }
 
 

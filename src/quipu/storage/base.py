@@ -241,6 +241,10 @@ class Store(Protocol):
         """Idempotent upkeep a backend needs as scopes grow (e.g. per-scope ANN indexes);
         run by a periodic job and by ``quipu migrate``. Returns what it did, by kind."""
 
+    def storage_bytes(self) -> int:
+        """Bytes the store occupies on disk (files, or the database), for size-per-memory
+        figures."""
+
     def export_versions(
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:

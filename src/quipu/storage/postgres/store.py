@@ -629,6 +629,12 @@ class PostgresStore(ControlTables, WorkTables):
                         out[int(r[0])] = to_record(r)
         return out
 
+    def storage_bytes(self) -> int:
+        """The whole database, indexes and TOAST included."""
+        with self._conn() as conn:
+            row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+        return 0 if row is None else int(row[0])
+
     def export_versions(
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:

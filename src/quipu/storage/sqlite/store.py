@@ -592,6 +592,13 @@ class SQLiteStore(ControlTables, WorkTables):
         """Nothing to build: the scope index is exact and lives in memory."""
         return {}
 
+    def storage_bytes(self) -> int:
+        """The database file with its WAL and shared-memory files."""
+        if self.path == ":memory:":
+            return 0
+        base = Path(self.path)
+        return sum(p.stat().st_size for p in base.parent.glob(base.name + "*") if p.is_file())
+
     def export_versions(
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:

@@ -110,19 +110,27 @@ def recall(
         str | None,
         typer.Option(help="An EMPTY postgresql:// database to measure instead of a temp file."),
     ] = None,
+    background: Annotated[
+        int, typer.Option(min=0, help="Extra rows in other tenants (e.g. 1000000).")
+    ] = 0,
+    background_tenants: Annotated[
+        int, typer.Option(min=0, help="Tenants the background rows are spread over.")
+    ] = 1000,
     out: Out = None,
 ) -> None:
     """Recall latency in one scope of an N-row store (p50/p95/p99, first recall after restart,
-    resident memory, size per row for a file)."""
+    resident memory, bytes on disk per row); with --background, also in one small tenant of
+    a store that holds many."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         target: str | Path = database or path
         result = perf.recall_latency(
             lambda: quipu.open(target, worker_embedded=False),
-            path,
             n,
             owners=owners,
             queries=queries,
+            background=background,
+            background_tenants=background_tenants if background else 0,
             progress=console.log,
         )
     _emit("recall", result, out)
