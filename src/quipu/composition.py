@@ -224,6 +224,7 @@ class Runtime:
 
     def close(self) -> None:
         self.worker.stop()
+        self.service.close()
         self.service.store.close()
 
 

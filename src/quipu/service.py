@@ -5,12 +5,14 @@ a worker pool. Identity always comes from the :class:`Principal`, never from arg
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import validate
@@ -43,6 +45,9 @@ from quipu.storage.base import EmbeddingPin, Store, Vector
 
 #: Cosine similarity above which a near-identical memory "probably" exists (RECALL-7).
 PROBABLE_DUPLICATE = 0.92
+#: Threads running keyword searches beside the query embedding of concurrent recalls.
+_SEARCH_THREADS = 8
+_T = TypeVar("_T")
 _UNVERIFIED_SOURCES = frozenset({Source.EXTRACTED, Source.HARVESTED})
 
 
@@ -87,6 +92,23 @@ class MemoryService:
         self._clock = clock or (lambda: datetime.now(UTC))
         if embedder is not None:
             store.pin_embedding(EmbeddingPin(embedder.model_id, embedder.dimension))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _search_pool(self) -> ThreadPoolExecutor:
+        """Threads for the keyword search of concurrent recalls, started on first use."""
+        if self._pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(_SEARCH_THREADS, "quipu-search")
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the search threads (the store is closed by its owner)."""
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
 
     # -- writes ------------------------------------------------------------------------------
     def remember(
@@ -351,6 +373,11 @@ class MemoryService:
         flt = self._filters(**filters)
         timings: dict[str, float] = {}
         depth = max(self.limits.candidate_depth, size)
+        # The keyword search needs no vector: it runs while the query is embedded and the
+        # vector search runs (on PostgreSQL, in a second server process).
+        keyword = self._search_pool().submit(
+            _timed, self.store.text_candidates, ref, text, flt, depth
+        )
         fallback, reason, vector = self._embed_query(text, timings)
 
         lists: dict[str, list[Candidate]] = {}
@@ -360,10 +387,8 @@ class MemoryService:
             lists["semantic"], info = self.store.vector_candidates(ref, vector, flt, depth)
             paths["semantic"] = info.path
         timings["vector_ms"] = _ms(mark)
-        mark = time.perf_counter()
-        lists["text"], info = self.store.text_candidates(ref, text, flt, depth)
+        (lists["text"], info), timings["text_ms"] = keyword.result()
         paths["text"] = info.path
-        timings["text_ms"] = _ms(mark)
 
         mark = time.perf_counter()
         exact = self.store.exact_candidates(ref, fold(text), content_hash(text))
@@ -800,3 +825,9 @@ def _not_found(memory_id: str) -> NotFound:
 
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000.0
+
+
+def _timed(search: Callable[..., _T], *args: Any) -> tuple[_T, float]:
+    """``search(*args)`` and the milliseconds it took (for ``meta.timings``)."""
+    mark = time.perf_counter()
+    return search(*args), _ms(mark)
