@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.table import Column, Table
 
+from quipu.evals import synthetic
+from quipu.evals.datasets import DatasetFormatError
 from quipu.evals.promotion import SPLITS, PromotionReport, evaluate, load_promotion_dataset
+from quipu.evals.retrieval_eval import DEFAULT_K, RetrievalReport, TierScore, run_retrieval_eval
 from quipu.extraction import DeterministicExtractor, Extractor, ModelExtractor
+from quipu.surfaces.cli.options import fail
 
 app = typer.Typer(help="Quality evaluations (they measure, never gate).", no_args_is_help=True)
 console = Console()
@@ -160,3 +167,143 @@ def promotion(
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return
     _render(report, chosen, errors)
+
+
+# --------------------------------------------------------------------------------------
+# Synthetic retrieval eval (EVAL-1, EVAL-2): the logic is in quipu.evals.synthetic and
+# quipu.evals.retrieval_eval
+# --------------------------------------------------------------------------------------
+
+
+@app.command()
+def generate(
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for corpus.json, queries.json and qrels.json.")
+    ],
+    seed: Annotated[int, typer.Option(help="Random seed: one seed always writes one corpus.")] = 42,
+    conversations: Annotated[
+        int, typer.Option(min=1, max=10_000, help="Conversations (about 100 turns each).")
+    ] = synthetic.DEFAULT_CONVERSATIONS,
+) -> None:
+    """Write the seeded synthetic retrieval corpus (EVAL-1): multi-session conversations, the
+    queries, and the sealed relevance judgements in their own file."""
+    corpus = synthetic.generate(seed, conversations)
+    paths = synthetic.write_corpus(corpus, out)
+    sessions = sum(len(chat.sessions) for chat in corpus.conversations)
+    turns = sum(len(chat.turns()) for chat in corpus.conversations)
+    console.print(
+        f"seed {seed}: {len(corpus.conversations)} conversations, {sessions} sessions, "
+        f"{turns} turns, {len(corpus.queries)} queries"
+    )
+    table = Table("tier", "queries")
+    for tier, count in corpus.tier_counts().items():
+        table.add_row(tier, str(count))
+    console.print(table)
+    for path in paths:
+        console.print(f"wrote {path}")
+
+
+class _Bars:
+    """rich progress bars for the runner's stages (ingest, recall)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+
+    def start(self, stage: str, total: int) -> None:
+        self._tasks[stage] = self._progress.add_task(stage, total=total)
+
+    def advance(self, stage: str, amount: int) -> None:
+        self._progress.advance(self._tasks[stage], amount)
+
+
+def _retrieval_table(report: RetrievalReport) -> Table:
+    """Tiers, each tier's variants indented below it, then overall. ``violated`` is the
+    share of the row's queries that have must-not-rank-above turns (all of them in the
+    tiers that have any) where such a turn came first."""
+    k = report.k
+    rows: list[tuple[str, TierScore]] = []
+    for tier, score in report.tiers.items():
+        rows.append((tier, score))
+        rows += [
+            (f"  {name.partition('/')[2]}", variant)
+            for name, variant in report.variants.items()
+            if name.startswith(f"{tier}/")
+        ]
+    rows.append(("overall", report.overall))
+    # A light box without edge padding: the columns fit 80 characters with the longest tier.
+    table = Table(
+        Column("tier", no_wrap=True),
+        *("n", f"P@{k}", f"R@{k}", "MRR", f"nDCG@{k}", "top-1", "violated"),
+        box=box.SIMPLE,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for name, score in rows:
+        table.add_row(
+            name,
+            str(score.count),
+            _fmt(score.precision),
+            _fmt(score.recall),
+            _fmt(score.mrr),
+            _fmt(score.ndcg),
+            _fmt(score.top1),
+            _fmt(score.violation_rate),
+        )
+    return table
+
+
+def _run_retrieval(data: Path, db: Path, k: int, details: bool) -> RetrievalReport:
+    columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn())
+    try:
+        with Progress(*columns, console=console, transient=True) as bars:
+            return run_retrieval_eval(data, db, k=k, progress=_Bars(bars), details=details)
+    except FileExistsError as error:
+        raise typer.BadParameter(str(error), param_hint="--db") from None
+    except DatasetFormatError as error:
+        fail(error, 2)
+
+
+@app.command()
+def retrieval(
+    data: Annotated[Path, typer.Option("--data", help="Folder written by `quipu eval generate`.")],
+    k: Annotated[
+        int, typer.Option("--k", min=1, max=100, help="Results per query: every metric's cut-off.")
+    ] = DEFAULT_K,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the report as JSON to this file.")
+    ] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db", help="A new SQLite file to ingest into, kept (default: a temporary file)."
+        ),
+    ] = None,
+    details: Annotated[
+        bool, typer.Option("--details", help="Add every query's scores and top k to the JSON.")
+    ] = False,
+) -> None:
+    """Ingest the synthetic corpus through the library, recall every query (it sees only
+    id, text and as_of), then score against the sealed judgements: P@k, R@k, MRR, nDCG@k,
+    top-1 and order violations per tier (EVAL-2)."""
+    if db is not None:
+        report = _run_retrieval(data, db, k, details)
+    else:
+        with tempfile.TemporaryDirectory(prefix="quipu-eval-") as tmp:
+            report = _run_retrieval(data, Path(tmp) / "eval.db", k, details)
+    ingest = report.ingest
+    console.print(
+        f"seed {report.seed}: {report.conversations} conversations, {report.turns} turns, "
+        f"{report.queries} queries, k={report.k}"
+    )
+    console.print(_retrieval_table(report))
+    console.print(
+        f"ingest: {ingest.memories} memories, {ingest.duplicates} repeated texts, "
+        f"{ingest.quarantined} quarantined, refused {dict(sorted(ingest.refused.items()))}; "
+        f"{report.ingest_seconds:.1f} s ingest, {report.search_seconds:.1f} s recall"
+    )
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+        json_out.write_text(text + "\n", encoding="utf-8")
+        console.print(f"wrote {json_out}")
