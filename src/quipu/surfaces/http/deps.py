@@ -12,7 +12,9 @@ from quipu.service import MemoryService
 PrincipalResolver = Callable[[Request], Principal]
 
 
-def service(request: Request) -> MemoryService:
+async def service(request: Request) -> MemoryService:
+    """Async because it does no I/O: FastAPI would run a plain function in a worker thread,
+    one more thread hop on every request."""
     svc: MemoryService = request.app.state.service
     return svc
 
