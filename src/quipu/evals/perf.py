@@ -87,7 +87,7 @@ class SentenceVectors:
     a little Gaussian noise so no two rows are identical.
 
     Independent random unit vectors are the worst case for a graph index (no neighbourhoods:
-    pgvector's HNSW returned 20% of the true top-10 on them, at ten times the cost it has on
+    an HNSW index returned 20% of the true top-10 on them, at ten times the cost it has on
     real embeddings), so latency measured on them says little about real data.
     """
 
