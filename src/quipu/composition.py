@@ -161,11 +161,17 @@ def build_server(
 
     With ``auth`` on, every request needs a key or run token and writes are rate-limited per
     key; off, requests act as the local principal and MCP checks the Host header."""
+    from threadpoolctl import threadpool_limits
+
     from quipu.auth.ratelimit import SharedRateLimiter
     from quipu.surfaces.http.app import create_app
     from quipu.surfaces.http.auth import bearer_resolver, local_resolver
     from quipu.surfaces.mcp import LOOPBACK_HOSTS, mount_mcp
 
+    # One BLAS thread: a server runs many recalls at once, and OpenBLAS's own threads for a
+    # single scope scan only spin against them. Measured on 2 cores, 10k-row scope, 8
+    # concurrent recalls in one process: 103 -> 140 recalls/s, p95 116 -> 85 ms.
+    threadpool_limits(limits=1, user_api="blas")
     service = build_service(settings, embedder)
     runtime = build_runtime(settings, service, extractor=extractor)
     limit = settings.max_body_bytes
