@@ -17,11 +17,15 @@ The first run embeds ~16k turns (minutes on two cores); later runs read the cach
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import pickle
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +34,7 @@ from quipu.evals.metrics import recall_all_at_k, recall_any_at_k, sessions_from_
 from quipu.evals.public_bench import Haystack, locomo_haystacks, longmemeval_haystacks
 from quipu.retrieval import bm25
 from quipu.retrieval.temporal import query_windows
+from quipu.retrieval.terms import STOPWORDS
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 FILES = {
@@ -50,45 +55,163 @@ class Prepared:
     observed: list[datetime]
     prev: npt.NDArray[np.int64]
     next: npt.NDArray[np.int64]
-    cache: dict[bool, bm25.Postings] = field(default_factory=dict)
+    cache: dict[object, bm25.Postings] = field(default_factory=dict)
+    session: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Index of each turn's session (0..sessions-1, first-appearance order)."""
+    centroid_cache: npt.NDArray[np.float64] | None = None
+    asks_cache: npt.NDArray[np.float64] | None = None
+    context: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+    """Vectors of each turn embedded with its context, by window (see :func:`windows`)."""
+    content_queries: npt.NDArray[np.float32] | None = None
+    """Vectors of the queries' content words only (see :func:`content_words`)."""
 
-    def postings(self, neighbours: bool = False) -> bm25.Postings:
-        """BM25 postings of the turns (or of each turn with its session neighbours)."""
-        if neighbours in self.cache:
-            return self.cache[neighbours]
+    def __post_init__(self) -> None:
+        names = [t.session for t in self.haystack.turns]
+        number = {name: i for i, name in enumerate(dict.fromkeys(names))}
+        self.session = np.array([number[name] for name in names], dtype=np.int64)
+
+    def postings(self, neighbours: int = 0, dates: bool = False) -> bm25.Postings:
+        """BM25 postings of the turns (or of each turn with its ``neighbours`` nearest turns
+        on each side within its session); ``dates`` adds the session's month name and year
+        to every turn."""
+        key = (int(neighbours), dates)
+        if key in self.cache:
+            return self.cache[key]
         docs = self.tokens
+        if dates:
+            stamps = bm25.tokenize_many([f"{at:%B %Y}" for at in self.observed])
+            docs = [[*d, *s] for d, s in zip(docs, stamps, strict=True)]
         if neighbours:
+            n = len(docs)
             docs = [
-                [*docs[i], *(docs[p] if p >= 0 else []), *(docs[n] if n >= 0 else [])]
-                for i, (p, n) in enumerate(zip(self.prev, self.next, strict=True))
+                [
+                    token
+                    for j in range(max(0, i - neighbours), min(n, i + neighbours + 1))
+                    if self.session[j] == self.session[i]
+                    for token in docs[j]
+                ]
+                for i in range(n)
             ]
         index = bm25.Postings()
         index.bulk_add(docs)
-        self.cache[neighbours] = index
+        self.cache[key] = index
         return index
 
+    def asks(self) -> Scores:
+        """Per turn, the share of its sentences that are questions (image captions left out)."""
+        if self.asks_cache is None:
+            shares = []
+            for turn in self.haystack.turns:
+                text = re.sub(r"\[image:[^\]]*\]", "", turn.text)
+                ends = re.findall(
+                    r"[.!?]+(?=\s|$)", text.strip() + ("" if text.strip()[-1:] in ".!?" else ".")
+                )
+                shares.append(sum("?" in e for e in ends) / max(len(ends), 1))
+            self.asks_cache = np.array(shares)
+        return self.asks_cache
 
-def prepare(name: str, cache: Path) -> list[Prepared]:
+    def session_postings(self) -> bm25.Postings:
+        """BM25 postings with one document per session (all its turns' tokens)."""
+        if "sessions" not in self.cache:
+            docs: list[list[str]] = [[] for _ in range(int(self.session.max()) + 1)]
+            for s, tokens in zip(self.session, self.tokens, strict=True):
+                docs[s].extend(tokens)
+            index = bm25.Postings()
+            index.bulk_add(docs)
+            self.cache["sessions"] = index
+        return self.cache["sessions"]
+
+    def centroids(self) -> npt.NDArray[np.float64]:
+        """Unit mean vector of each session's turns."""
+        if self.centroid_cache is not None:
+            return self.centroid_cache
+        sums = np.zeros((int(self.session.max()) + 1, self.turns.shape[1]))
+        np.add.at(sums, self.session, self.turns.astype(np.float64))
+        self.centroid_cache = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+        return self.centroid_cache
+
+
+#: Words of a question's form, not of its topic (stemmed like queries are); ``plain`` drops them.
+QUESTION_WORDS = frozenset(
+    bm25.tokenize(
+        "many much kind kinds type types sort ever also would likely might tell know "
+        "recommend suggest think something anything thing things"
+    )
+)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def windows(haystack: Haystack) -> tuple[list[str], list[str]]:
+    """Each turn's text after its session predecessor's ("prev"), and also before its
+    successor's ("both"): what a turn embedded with its context reads."""
+    texts = [t.text for t in haystack.turns]
+    sessions = [t.session for t in haystack.turns]
+    n = len(texts)
+    prev = [
+        texts[i - 1] + "\n" + texts[i] if i and sessions[i - 1] == sessions[i] else texts[i]
+        for i in range(n)
+    ]
+    both = [
+        text + ("\n" + texts[i + 1] if i < n - 1 and sessions[i + 1] == sessions[i] else "")
+        for i, text in enumerate(prev)
+    ]
+    return prev, both
+
+
+def cached(path: Path, compute: Callable[[], Any]) -> Any:
+    """The pickle at ``path``, computed and written first if missing."""
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    value = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(value))
+    return value
+
+
+def content_words(text: str) -> str:
+    """``text`` without stop words and :data:`QUESTION_WORDS`: a question as a statement."""
+    return " ".join(
+        word
+        for word in _WORD.findall(text)
+        if word.casefold() not in STOPWORDS and not set(bm25.tokenize(word)) & QUESTION_WORDS
+    )
+
+
+def prepare(name: str, cache: Path, context: bool = False) -> list[Prepared]:
+    """The haystacks of ``name`` with their vectors; ``context`` also loads (or embeds, once)
+    every turn's context windows (:func:`windows`) and the queries' content words."""
     relative, loader = FILES[name]
     haystacks = loader(DATA / relative)
-    path = cache / f"{name}.pkl"
-    if path.exists():
-        vectors = pickle.loads(path.read_bytes())
-    else:
+
+    def embedder() -> Any:
         from quipu.embeddings.local import LocalEmbedder
 
-        embedder = LocalEmbedder()
-        vectors = [
+        return LocalEmbedder()
+
+    def plain() -> Any:
+        model = embedder()
+        return [
             (
-                embedder.embed_batch([t.text for t in h.turns]),
-                embedder.embed_batch([q.text for q in h.queries]),
+                model.embed_batch([t.text for t in h.turns]),
+                model.embed_batch([q.text for q in h.queries]),
             )
             for h in haystacks
         ]
-        cache.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(pickle.dumps(vectors))
+
+    def in_context() -> Any:
+        model = embedder()
+        return [tuple(model.embed_batch(texts) for texts in windows(h)) for h in haystacks]
+
+    vectors = cached(cache / f"{name}.pkl", plain)
+
+    def content() -> Any:
+        model = embedder()
+        return [model.embed_batch([content_words(q.text) for q in h.queries]) for h in haystacks]
+
+    contexts = cached(cache / f"{name}-context.pkl", in_context) if context else None
+    contents = cached(cache / f"{name}-content.pkl", content) if context else None
     out = []
-    for haystack, (turns, queries) in zip(haystacks, vectors, strict=True):
+    for at, (haystack, (turns, queries)) in enumerate(zip(haystacks, vectors, strict=True)):
         sessions = [t.session for t in haystack.turns]
         n = len(sessions)
         out.append(
@@ -106,6 +229,8 @@ def prepare(name: str, cache: Path) -> list[Prepared]:
                         for i in range(n)
                     ]
                 ),
+                context=dict(zip(("prev", "both"), contexts[at], strict=True)) if contexts else {},
+                content_queries=contents[at] if contents else None,
             )
         )
     return out
@@ -128,9 +253,44 @@ def in_window(p: Prepared, question: int) -> Scores:
     )
 
 
+def query_weights(text: str, plain: bool, names: float) -> dict[str, float]:
+    """BM25 query terms with a weight each: 1, or ``names`` for words written with a capital
+    (not the first word) or a digit; ``plain`` drops :data:`QUESTION_WORDS`."""
+    weights: dict[str, float] = {}
+    for at, word in enumerate(_WORD.findall(text)):
+        tokens = bm25.tokenize(word)
+        if not tokens or (plain and tokens[0] in QUESTION_WORDS):
+            continue
+        special = (at > 0 and word[0].isupper()) or any(c.isdigit() for c in word)
+        weight = names if special else 1.0
+        weights[tokens[0]] = max(weights.get(tokens[0], 0.0), weight)
+    return weights
+
+
+def weighted_bm25(index: bm25.Postings, weights: dict[str, float], k1: float, b: float) -> Scores:
+    """BM25 with a weight per query term (all 1: the plain score)."""
+    if all(w == 1.0 for w in weights.values()):
+        return bm25_scores(index, list(weights), k1, b)
+    out = np.zeros(len(index))
+    for token, weight in weights.items():
+        out += weight * bm25_scores(index, [token], k1, b)
+    return out
+
+
+def unit(x: Scores) -> Scores:
+    """``x`` divided by its maximum (all zeros stay zeros)."""
+    top = x.max() if len(x) else 0.0
+    return x / top if top > 0 else x
+
+
 @dataclass(frozen=True)
 class Variant:
-    fusion: str = "score"  # score | rrf | bm25 | cosine
+    """A scoring recipe. Defaults are the shipped pipeline; every other field is a lever and
+    its default leaves it off."""
+
+    note: str = field(default="", compare=False)
+    """One line on what the variant is, printed by ``--list``."""
+    fusion: str = "score"  # score | rrf | bm25 | cosine | mnz (score x lists holding the row)
     weight_text: float = 0.3
     k1: float = 0.9
     b: float = 0.4
@@ -139,13 +299,104 @@ class Variant:
     depth: int = DEPTH
     neighbours: float = 0.0
     """Weight of BM25 over each turn plus its session neighbours (needs a Store change)."""
+    radius: int = 1
+    """How many neighbours on each side that BM25 document holds."""
+    session_text: float = 0.0
+    """Weight of BM25 over the whole session (/ best session), added to every turn's score."""
+    session_vector: float = 0.0
+    """Weight of the cosine to the session's centroid, added to every turn's score."""
+    session_vector_calibrated: bool = False
+    """Session centroid cosine as (c - median) / (best - median) over sessions, not raw."""
+    aggregate: str = ""  # "" | second | lse | sum3
+    """Session aggregate over pool turns, added (x ``aggregate_weight``) to every turn of it."""
+    aggregate_weight: float = 0.0
+    aggregate_tau: float = 0.05
+    calibrate: str = ""  # "" | median | minmax
+    """Cosine as (c - ref) / (best - ref), ref = median or last of the depth list."""
+    saturate: float = 0.0
+    """If > 0 the keyword score is bm25 / (bm25 + saturate) instead of bm25 / best."""
+    plain: bool = False
+    names: float = 1.0
+    dates: bool = False
+    """Index each turn with its session's month name and year."""
+    rocchio: float = 0.0
+    """Dense pseudo-relevance feedback: q + rocchio * mean of the top ``feedback`` turns."""
+    rm3: float = 0.0
+    """Text feedback: weight of the ``rm3_terms`` best terms of the top ``feedback`` turns."""
+    rm3_terms: int = 10
+    feedback: int = 3
+    feedback_sessions: bool = False
+    """Take the feedback turns from distinct sessions (the best turn of each)."""
+    vector_neighbours: float = 0.0
+    """Cosine smoothed over the session neighbours: c + w * (c_prev + c_next) / 2."""
+    context_vector: str = ""  # "" | prev | both
+    """Which context-window embedding of each turn (see :func:`windows`) joins the cosine."""
+    context_weight: float = 0.5
+    question_penalty: float = 0.0
+    """Subtracted x the share of a turn's sentences that are questions (they ask, not tell)."""
+    content_query: float = 0.0
+    """Query vector = unit(q + w * vector of the query's content words)."""
+    """Cosine = (1 - w) * cosine to the turn + w * cosine to its context window."""
 
     def scores(self, p: Prepared, q: int) -> Scores:
-        cosine = (p.turns @ p.queries[q]).astype(np.float64)
-        text = bm25_scores(p.postings(), p.query_tokens[q], self.k1, self.b)
+        query = p.queries[q].astype(np.float64)
+        if self.content_query:
+            assert p.content_queries is not None
+            query = query + self.content_query * p.content_queries[q].astype(np.float64)
+            query /= np.linalg.norm(query)
+        weights = query_weights(p.haystack.queries[q].text, self.plain, self.names)
+        fused = self._scores(p, q, query, weights)
+        if not (self.rocchio or self.rm3):
+            return fused
+        top = self._feedback_turns(p, fused)
+        if self.rocchio:
+            query = query + self.rocchio * p.turns[top].astype(np.float64).mean(axis=0)
+            query /= np.linalg.norm(query)
+        if self.rm3:
+            weights = self._expand(p, weights, top)
+        return self._scores(p, q, query, weights)
+
+    def _feedback_turns(self, p: Prepared, fused: Scores) -> npt.NDArray[np.int64]:
+        order = np.argsort(-fused, kind="stable")
+        if not self.feedback_sessions:
+            return order[: self.feedback]
+        _, first = np.unique(p.session[order[:100]], return_index=True)
+        return order[np.sort(first)[: self.feedback]]
+
+    def _expand(
+        self, p: Prepared, weights: dict[str, float], top: npt.NDArray[np.int64]
+    ) -> dict[str, float]:
+        mass: dict[str, float] = {}
+        for i in top:
+            tokens = p.tokens[i]
+            for token in tokens:
+                if token not in weights:
+                    mass[token] = mass.get(token, 0.0) + 1.0 / len(tokens)
+        # rare terms carry the topic: weight the term mass by idf over the haystack
+        index = p.postings()
+        n = len(index)
+        best = sorted(
+            mass,
+            key=lambda t: -mass[t] * math.log(1 + n / (1 + _df(index, t))),
+        )[: self.rm3_terms]
+        if not best:
+            return weights
+        scale = max(mass[t] for t in best)
+        return {**weights, **{t: self.rm3 * mass[t] / scale for t in best}}
+
+    def _scores(self, p: Prepared, q: int, query: Scores, weights: dict[str, float]) -> Scores:
+        cosine = p.turns.astype(np.float64) @ query
+        if self.context_vector:
+            window = p.context[self.context_vector].astype(np.float64) @ query
+            cosine = (1 - self.context_weight) * cosine + self.context_weight * window
+        if self.vector_neighbours:
+            prev = np.where(p.prev >= 0, cosine[p.prev], cosine)
+            nxt = np.where(p.next >= 0, cosine[p.next], cosine)
+            cosine = cosine + self.vector_neighbours * (prev + nxt) / 2
+        text = weighted_bm25(p.postings(dates=self.dates), weights, self.k1, self.b)
         if self.neighbours:
-            extra = bm25_scores(p.postings(True), p.query_tokens[q], self.k1, self.b)
-            text = text / (text.max() or 1.0) + self.neighbours * extra / (extra.max() or 1.0)
+            extra = weighted_bm25(p.postings(self.radius, self.dates), weights, self.k1, self.b)
+            text = unit(text) + self.neighbours * unit(extra)
         if self.fusion == "bm25":
             return text
         if self.fusion == "cosine":
@@ -163,14 +414,64 @@ class Variant:
             return out
         keyword = np.zeros(len(cosine))
         if len(by_text):
-            keyword[by_text] = text[by_text] / text[by_text[0]]
+            if self.saturate:
+                keyword[by_text] = text[by_text] / (text[by_text] + self.saturate)
+            else:
+                keyword[by_text] = text[by_text] / text[by_text[0]]
         vector = np.full(len(cosine), cosine[by_vector[-1]])
         vector[by_vector] = cosine[by_vector]
+        if self.calibrate:
+            ref = (
+                np.median(cosine[by_vector])
+                if self.calibrate == "median"
+                else cosine[by_vector[-1]]
+            )
+            vector = (vector - ref) / max(cosine[by_vector[0]] - ref, 1e-9)
         fused = (1 - self.weight_text) * vector + self.weight_text * keyword
+        if self.fusion == "mnz":
+            hits = np.zeros(len(cosine))
+            hits[by_text] += 1
+            hits[by_vector] += 1
+            fused = fused * hits
+        if self.session_text:
+            sessions = bm25_scores(p.session_postings(), list(weights), self.k1, self.b)
+            fused += self.session_text * unit(sessions)[p.session]
+        if self.session_vector:
+            near = p.centroids() @ query
+            if self.session_vector_calibrated:
+                ref = np.median(near)
+                near = (near - ref) / max(near.max() - ref, 1e-9)
+            fused += self.session_vector * near[p.session]
         if self.temporal:
             fused += self.temporal * in_window(p, q)
+        if self.question_penalty:
+            fused -= self.question_penalty * p.asks()
+        if self.aggregate:
+            fused = fused + self.aggregate_weight * self._aggregate(p, fused, pool)
         out[pool] = fused[pool]
         return out
+
+    def _aggregate(self, p: Prepared, fused: Scores, pool: npt.NDArray[np.int64]) -> Scores:
+        """Per turn, its session's aggregate over the pool beyond the session's best turn."""
+        extra = np.zeros(int(p.session.max()) + 1)
+        by_session: dict[int, list[float]] = {}
+        for i in pool:
+            by_session.setdefault(int(p.session[i]), []).append(float(fused[i]))
+        for s, values in by_session.items():
+            values.sort(reverse=True)
+            if self.aggregate == "second":
+                extra[s] = values[1] if len(values) > 1 else 0.0
+            elif self.aggregate == "sum3":
+                extra[s] = sum(values[1:3])
+            else:  # lse: soft count of near-best turns, tau * log sum exp((v - best) / tau)
+                tau = self.aggregate_tau
+                extra[s] = tau * math.log(sum(math.exp((v - values[0]) / tau) for v in values))
+        return extra[p.session]
+
+
+def _df(index: bm25.Postings, token: str) -> int:
+    term = index._vocab.get(token)
+    return 0 if term is None else int(index._postings(term)[0].size)
 
 
 def evaluate(
@@ -190,8 +491,24 @@ def evaluate(
                 )
             rows.setdefault("any@5", []).append(recall_any_at_k(sessions, query.gold_sessions, 5))
             rows.setdefault("turn all@5", []).append(recall_all_at_k(ranked, query.gold_turns, 5))
+            rows.setdefault(f"cat {query.category.split()[0]}", []).append(
+                recall_all_at_k(sessions, query.gold_sessions, 5)
+            )
     return {name: float(np.mean(values)) for name, values in rows.items()}
 
+
+#: The best combination found (see ``best`` below and the lab's report in the docs).
+BEST = Variant(
+    neighbours=1.0,
+    plain=True,
+    dates=True,
+    aggregate="lse",
+    aggregate_weight=1.0,
+    aggregate_tau=0.05,
+    rocchio=0.5,
+    session_vector=0.2,
+    note="nb + plain + dates + lse + rocchio + session vector.",
+)
 
 VARIANTS = {
     "bm25-old": Variant(fusion="bm25", k1=1.2, b=0.75),
@@ -202,29 +519,156 @@ VARIANTS = {
     "score-a0.5-old-bm25": Variant(weight_text=0.5, k1=1.2, b=0.75, temporal=0.0),
     "score-a0.3-old-bm25": Variant(k1=1.2, b=0.75, temporal=0.0),
     "score-a0.3-temporal-old-bm25": Variant(k1=1.2, b=0.75),
-    "shipped": Variant(),
+    "shipped": Variant(note="The shipped pipeline."),
     "shipped-no-temporal": Variant(temporal=0.0),
-    "shipped+neighbours": Variant(neighbours=1.0),
+    "shipped+neighbours": Variant(neighbours=1.0, note="+ BM25 of turn with prev/next turn."),
+    # Session-level scores on top of neighbours (idea 1).
+    "nb+session-text": Variant(
+        neighbours=1.0, session_text=0.1, note="+ 0.1 x BM25 of the whole session / best."
+    ),
+    "nb+session-vector": Variant(
+        neighbours=1.0, session_vector=0.2, note="+ 0.2 x cosine to the session centroid."
+    ),
+    "nb+session-both": Variant(
+        neighbours=1.0,
+        session_text=0.1,
+        session_vector=0.2,
+        note="+ both session-level scores above.",
+    ),
+    # Pseudo-relevance feedback (idea 2).
+    "nb+rocchio": Variant(
+        neighbours=1.0, rocchio=0.5, note="Second pass with q + 0.5 x mean of top-3 turn vectors."
+    ),
+    "nb+rm3": Variant(
+        neighbours=1.0, rm3=0.2, note="Second pass with 10 best terms of top-3 turns at 0.2."
+    ),
+    "nb+second-round": Variant(
+        neighbours=1.0,
+        rocchio=0.5,
+        rm3=0.2,
+        feedback=1,
+        note="Second pass with the top hit's vector (0.5) and 10 terms (0.2).",
+    ),
+    # Session aggregation for the distinct-session cut (idea 3).
+    "nb+second-best": Variant(
+        neighbours=1.0,
+        aggregate="second",
+        aggregate_weight=0.3,
+        note="+ 0.3 x the session's second-best pool score.",
+    ),
+    "nb+lse": Variant(
+        neighbours=1.0,
+        aggregate="lse",
+        aggregate_weight=1.0,
+        aggregate_tau=0.05,
+        note="+ soft count of the session's near-best pool turns.",
+    ),
+    # Fusion variants (idea 4).
+    "nb+median-cosine": Variant(
+        neighbours=1.0,
+        calibrate="median",
+        weight_text=0.5,
+        note="Cosine as (c - median) / (best - median) of top 100, text 0.5.",
+    ),
+    "nb+minmax-cosine": Variant(
+        neighbours=1.0,
+        calibrate="minmax",
+        weight_text=0.5,
+        note="Cosine min-max over top 100, text 0.5.",
+    ),
+    "nb+saturated-bm25": Variant(
+        neighbours=1.0, saturate=5.0, note="Keyword = bm25 / (bm25 + 5), not / best."
+    ),
+    "nb+mnz": Variant(neighbours=1.0, fusion="mnz", note="CombMNZ of the shipped scores."),
+    # Query side (idea 5).
+    "nb+plain": Variant(neighbours=1.0, plain=True, note="Drop question-form words from BM25."),
+    "nb+names": Variant(
+        neighbours=1.0, names=1.5, note="BM25 query weight 1.5 for capitalised words, numbers."
+    ),
+    "nb+content-query": Variant(
+        neighbours=1.0, content_query=0.5, note="q + 0.5 x vector of the query's content words."
+    ),
+    # Document side (idea 6 and others).
+    "nb+dates": Variant(
+        neighbours=1.0, dates=True, note="Index each turn with its session's month and year."
+    ),
+    "nb+radius2": Variant(
+        neighbours=2.0, radius=2, note="Neighbour BM25 over 2 turns each side, weight 2."
+    ),
+    "nb+vector-neighbours": Variant(
+        neighbours=1.0, vector_neighbours=0.5, note="Cosine + 0.5 x mean cosine of prev/next."
+    ),
+    "nb+context-window": Variant(
+        neighbours=1.0,
+        context_vector="both",
+        context_weight=0.5,
+        note="Cosine half to the turn, half to prev+turn+next embedded together.",
+    ),
+    "nb+question-penalty": Variant(
+        neighbours=1.0, question_penalty=0.1, note="- 0.1 x share of the turn's sentences asked."
+    ),
+    # Combinations.
+    "query-time-only": Variant(
+        plain=True,
+        dates=True,
+        aggregate="lse",
+        aggregate_weight=1.0,
+        aggregate_tau=0.05,
+        note="plain + dates + lse: no new index, no second pass.",
+    ),
+    "best": BEST,
+    "best+radius2": dataclasses.replace(
+        BEST, neighbours=2.0, radius=2, note="best, neighbour BM25 over 2 turns each side x 2."
+    ),
+    "best+session-text": dataclasses.replace(
+        BEST, session_text=0.1, note="best + 0.1 x session BM25 (LoCoMo up, LongMemEval down)."
+    ),
 }
+
+
+def variant(spec: str) -> Variant:
+    """A named variant, or ``[name/]field=value,...``: a variant with some fields changed."""
+    if "=" not in spec:
+        return VARIANTS[spec]
+    base, _, changes = spec.rpartition("/")
+    out = VARIANTS[base] if base else Variant()
+    fields = {f.name: f for f in dataclasses.fields(Variant)}
+    for change in changes.split(","):
+        key, _, raw = change.partition("=")
+        kind = type(getattr(Variant(), key)) if key in fields else None
+        if kind is None:
+            raise SystemExit(f"no field {key!r}")
+        value = raw.lower() in ("1", "true", "yes") if kind is bool else kind(raw)
+        out = dataclasses.replace(out, **{key: value})  # type: ignore[arg-type]
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, required=True, help="Where vectors are cached.")
-    parser.add_argument("variants", nargs="*", help=f"Some of: {', '.join(VARIANTS)}")
-    args = parser.parse_args()
-    data = {name: prepare(name, args.cache) for name in FILES}
-    print(
-        f"{'variant':30} {'LoCoMo all@5':>13} {'all@10':>7} {'turn@5':>7}   {'LME all@5':>9} "
-        f"{'all@10':>7} {'turn@5':>7}"
+    parser.add_argument(
+        "variants", nargs="*", help=f"Some of: {', '.join(VARIANTS)}; or [name/]field=value,..."
     )
-    for name in args.variants or VARIANTS:
-        variant = VARIANTS[name]
-        a = evaluate(data["locomo"], variant.scores)
-        b = evaluate(data["longmemeval"], variant.scores)
+    parser.add_argument("--list", action="store_true", help="List the named variants.")
+    args = parser.parse_args()
+    if args.list:
+        for name, known in VARIANTS.items():
+            print(f"{name:30} {known.note}")
+        return
+    chosen = [variant(name) for name in args.variants or VARIANTS]
+    context = any(v.context_vector or v.content_query for v in chosen)
+    data = {name: prepare(name, args.cache, context) for name in FILES}
+    print(
+        f"{'variant':40} {'LoCoMo@5':>8} {'@10':>6} {'turn@5':>6} {'c1':>6} {'c2':>6} {'c3':>6} "
+        f"{'c4':>6}   {'LME@5':>6} {'@10':>6} {'turn@5':>6}"
+    )
+    for name, v in zip(args.variants or VARIANTS, chosen, strict=True):
+        a = evaluate(data["locomo"], v.scores)
+        b = evaluate(data["longmemeval"], v.scores)
         print(
-            f"{name:30} {a['all@5']:13.3f} {a['all@10']:7.3f} {a['turn all@5']:7.3f}   "
-            f"{b['all@5']:9.3f} {b['all@10']:7.3f} {b['turn all@5']:7.3f}",
+            f"{name:40} {a['all@5']:8.3f} {a['all@10']:6.3f} {a['turn all@5']:6.3f} "
+            + " ".join(f"{a[f'cat {c}']:6.3f}" for c in "1234")
+            + f"   {b['all@5']:6.3f} {b['all@10']:6.3f} {b['turn all@5']:6.3f}",
             flush=True,
         )
 
