@@ -106,6 +106,7 @@ def recall(
     n: Annotated[int, typer.Option("-n", help="Rows in the file.")] = 100_000,
     owners: Annotated[int, typer.Option(help="Scope owners the rows are spread over.")] = 1,
     queries: Annotated[int, typer.Option(help="Timed recalls.")] = 300,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed recalls before the timed ones.")] = 50,
     database: Annotated[
         str | None,
         typer.Option(help="An EMPTY postgresql:// database to measure instead of a temp file."),
@@ -131,6 +132,7 @@ def recall(
             queries=queries,
             background=background,
             background_tenants=background_tenants if background else 0,
+            warmup=warmup,
             progress=console.log,
         )
     _emit("recall", result, out)
