@@ -6,7 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from quipu.core.query import Filters
 from quipu.core.records import Principal, Role, Status
+from quipu.core.scopes import resolve_scope
 from quipu.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound
 from quipu.service import Limits, MemoryService
 
@@ -535,3 +537,33 @@ def test_storage_bytes_grows_with_what_is_stored(service: MemoryService, alice: 
     after = service.store.storage_bytes()
     assert before > 0
     assert after > before
+
+
+def test_recall_keyword_keys_hold_the_observed_month_and_year(
+    service: MemoryService, alice: Principal
+) -> None:
+    """A memory is found by keyword for the month it was observed in, though its text never
+    names it (document_tokens; docs/benchmarks.md, second round of levers)."""
+    service.remember(alice, "we went hiking near the lake", observed_at="2023-05-08T10:00:00Z")
+    service.remember(alice, "we cooked pasta at home", observed_at="2023-08-01T10:00:00Z")
+    ref = resolve_scope(alice, "agent")
+    found, _ = service.store.text_candidates(ref, "what did we do in May 2023?", Filters(), 10)
+    loaded = service.store.load([c.key for c in found])
+    texts = [loaded[c.key].text for c in found]
+    assert texts[0] == "we went hiking near the lake"
+
+
+def test_recall_question_form_words_are_not_keyword_keys(
+    service: MemoryService, alice: Principal
+) -> None:
+    """'kinds' and 'recommend' shape the question, not the answer: a memory that only shares
+    them with the query is not a keyword candidate; one sharing the topic word is."""
+    service.remember(alice, "I can recommend many kinds of tea")
+    service.remember(alice, "Dana keeps three pets at home")
+    ref = resolve_scope(alice, "agent")
+    found, _ = service.store.text_candidates(
+        ref, "how many kinds of pets would you recommend?", Filters(), 10
+    )
+    loaded = service.store.load([c.key for c in found])
+    texts = [loaded[c.key].text for c in found]
+    assert texts == ["Dana keeps three pets at home"]

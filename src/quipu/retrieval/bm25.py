@@ -11,6 +11,7 @@ import re
 import unicodedata
 from array import array
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -21,8 +22,9 @@ from quipu.retrieval.terms import STOPWORDS
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _stemmer = Stemmer.Stemmer("english")
 
-#: Bumped whenever :func:`tokenize` changes, so stores recompute the keys they saved.
-TOKENIZER_VERSION = "1"
+#: Bumped whenever :func:`tokenize` or :func:`document_tokens` changes, so stores recompute
+#: the keys they saved.
+TOKENIZER_VERSION = "2"
 
 #: Okapi BM25 parameters: Anserini's defaults. Short conversational turns reward a softer
 #: length normalisation than the classic k1 = 1.2, b = 0.75 (measured in docs/benchmarks.md).
@@ -51,6 +53,34 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
         out.append(stemmed[at : at + len(words)])
         at += len(words)
     return out
+
+
+#: Words that shape a question ("how many kinds of…", "what would you recommend…") but
+#: rarely occur in the memory that answers it; left out of query keys only (stemmed).
+QUESTION_WORDS = frozenset(
+    tokenize(
+        "many much kind kinds type types sort ever also would likely might tell know "
+        "recommend suggest think something anything thing things"
+    )
+)
+
+
+def document_tokens(text: str, aliases: Sequence[str], observed_at: datetime | None) -> list[str]:
+    """The BM25 keys stored for a memory: its text and aliases, plus the month name and year
+    it was observed in ("may 2023"), so "what did I say in May" can match by date as well as
+    by words (measured in docs/benchmarks.md)."""
+    tokens = tokenize("\n".join((text, *aliases)))
+    if observed_at is not None:
+        tokens += tokenize(f"{observed_at.astimezone(UTC):%B %Y}")
+    return tokens
+
+
+def query_tokens(query: str) -> list[str]:
+    """The BM25 keys of a query: :func:`tokenize` without :data:`QUESTION_WORDS`, unless that
+    would leave nothing."""
+    tokens = tokenize(query)
+    kept = [t for t in tokens if t not in QUESTION_WORDS]
+    return kept or tokens
 
 
 class Postings:

@@ -223,10 +223,12 @@ def refresh_terms(store: PostgresStore) -> bool:
         row = conn.execute("SELECT value FROM store_meta WHERE key = 'terms_version'").fetchone()
         if row is not None and row[0] == TOKENIZER_VERSION:
             return False  # another process did it while this one waited
-        keys = conn.execute("SELECT tenant_id, key, text, aliases FROM memory_versions")
+        keys = conn.execute(
+            "SELECT tenant_id, key, text, aliases, observed_at FROM memory_versions"
+        )
         updates = []
-        for tenant_id, key, text, aliases in keys.fetchall():
-            terms, length = tsvector_literal(text, aliases)
+        for tenant_id, key, text, aliases, observed_at in keys.fetchall():
+            terms, length = tsvector_literal(text, aliases, observed_at)
             updates.append((terms, length, tenant_id, key))
         conn.cursor().executemany(
             "UPDATE memory_versions SET terms = %s::tsvector, term_count = %s"

@@ -25,7 +25,7 @@ from quipu.core.records import (
     Trust,
 )
 from quipu.core.text import fold
-from quipu.retrieval.bm25 import tokenize
+from quipu.retrieval.bm25 import document_tokens, query_tokens
 
 _LEXEME = re.compile(r"'((?:[^']|'')*)':")
 
@@ -221,7 +221,7 @@ def to_values(
     m: MemoryVersion, embedding_key: str | None, vector: Any, valid_to: datetime | None
 ) -> tuple[Any, ...]:
     """Values in :data:`WRITE_COLUMNS` order; ``vector`` is a numpy array or None."""
-    terms, term_count = tsvector_literal(m.text, m.aliases)
+    terms, term_count = tsvector_literal(m.text, m.aliases, m.observed_at)
     return (
         m.tenant_id,
         m.scope.value,
@@ -289,13 +289,15 @@ def _quote(lexeme: str) -> str:
     return f"'{lexeme}'"
 
 
-def tsvector_literal(text: str, aliases: Sequence[str]) -> tuple[str, int]:
+def tsvector_literal(
+    text: str, aliases: Sequence[str], observed_at: datetime | None
+) -> tuple[str, int]:
     """The ``tsvector`` input text for a version (lexemes with positions) and its length.
 
     A lexeme keeps at most 256 positions and positions stop at 16383 (tsvector's limits), so
     the term frequency of a very long text is capped there; the length is not.
     """
-    tokens = tokenize("\n".join((text, *aliases)))
+    tokens = document_tokens(text, aliases, observed_at)
     positions: dict[str, list[str]] = {}
     for at, token in enumerate(tokens, start=1):
         seen = positions.get(token)
@@ -313,7 +315,7 @@ def lexemes_of(tsvector: str) -> list[str]:
 
 def query_lexemes(query: str) -> list[str]:
     """The distinct BM25 keys of a query, in order."""
-    return list(dict.fromkeys(tokenize(query)))
+    return list(dict.fromkeys(query_tokens(query)))
 
 
 def tsquery_literal(lexemes: Sequence[str]) -> str:

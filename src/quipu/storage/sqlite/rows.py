@@ -16,7 +16,7 @@ from quipu.core.records import (
     Status,
     Trust,
 )
-from quipu.retrieval.bm25 import tokenize
+from quipu.retrieval.bm25 import document_tokens
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros, to_micros_opt
 
 COLUMNS = (
@@ -61,7 +61,7 @@ def to_record(row: sqlite3.Row) -> MemoryVersion:
 def to_params(m: MemoryVersion, embedding_key: str | None, vector: bytes | None) -> dict[str, Any]:
     return {
         "vector": vector,
-        "terms": " ".join(tokenize("\n".join((m.text, *m.aliases)))),
+        "terms": " ".join(document_tokens(m.text, m.aliases, m.observed_at)),
         "tenant_id": m.tenant_id,
         "scope": m.scope.value,
         "owner": m.owner,

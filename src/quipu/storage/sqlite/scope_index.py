@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import Kind, Source, Status
-from quipu.retrieval.bm25 import Postings, tokenize
+from quipu.retrieval.bm25 import Postings, query_tokens
 from quipu.storage.timecodec import FOREVER, to_micros
 
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -51,7 +51,7 @@ _HIDDEN_FAMILY = [
 
 @dataclass
 class Row:
-    """What the index keeps of one version (everything but tags and text)."""
+    """What the index keeps of one version (everything but tags and text; its BM25 keys)."""
 
     key: int
     family: str
@@ -65,7 +65,7 @@ class Row:
     source: Source
     confidence: float
     project: str | None
-    text: str
+    terms: list[str]
 
 
 class ScopeIndex:
@@ -220,7 +220,7 @@ class ScopeIndex:
             self.project[i] = -1 if row.project is None else self._project_code(row.project)
             self._position[row.key] = i
             self.family[i] = self._family_ids.setdefault(row.family, len(self._family_ids))
-            self.postings.add(i, tokenize(row.text))
+            self.postings.add(i, row.terms)
             self._n += 1
             if row.is_current:
                 self._set_family_status(row.family, row.status)
@@ -322,7 +322,7 @@ class ScopeIndex:
         """Top-``limit`` by BM25 among rows passing the filters that share a term with ``query``."""
         with self.lock:
             n = self._n
-            scores = self.postings.scores(tokenize(query)) if n else None
+            scores = self.postings.scores(query_tokens(query)) if n else None
             if scores is None or limit <= 0:
                 return [], 0
             m = self.mask(filters, now_micros) & (scores > 0)

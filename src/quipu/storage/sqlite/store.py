@@ -35,14 +35,14 @@ from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.text import fold
 from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound
-from quipu.retrieval.bm25 import TOKENIZER_VERSION, tokenize
+from quipu.retrieval.bm25 import TOKENIZER_VERSION, document_tokens
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
 from quipu.storage.sqlite.scope_index import Row, ScopeIndex
 from quipu.storage.sqlite.work import WorkTables
-from quipu.storage.timecodec import FOREVER, to_micros, to_micros_opt
+from quipu.storage.timecodec import FOREVER, from_micros_opt, to_micros, to_micros_opt
 
 _LIVE = tuple(s.value for s in LIVE)
 _HIDDEN = ("unavailable", "quarantined", "candidate")
@@ -82,10 +82,15 @@ class SQLiteStore(ControlTables, WorkTables):
             row = c.execute("SELECT value FROM store_meta WHERE key = 'terms_version'").fetchone()
             if row is not None and row[0] == TOKENIZER_VERSION:
                 return
-            rows = c.execute("SELECT key, text, aliases FROM memory_versions").fetchall()
+            rows = c.execute(
+                "SELECT key, text, aliases, observed_at FROM memory_versions"
+            ).fetchall()
             c.executemany(
                 "UPDATE memory_versions SET terms = ? WHERE key = ?",
-                [(" ".join(tokenize("\n".join([r[1], *json.loads(r[2])]))), r[0]) for r in rows],
+                [
+                    (" ".join(document_tokens(text, json.loads(aliases), from_micros_opt(at))), key)
+                    for key, text, aliases, at in rows
+                ],
             )
             c.execute(
                 "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('terms_version', ?)",
@@ -631,7 +636,7 @@ def _row(key: int, m: MemoryVersion, end: datetime | None) -> Row:
         source=m.source,
         confidence=m.confidence,
         project=m.project,
-        text="\n".join((m.text, *m.aliases)),
+        terms=document_tokens(m.text, m.aliases, m.observed_at),
     )
 
 
