@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import numpy as np
+
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import validate
 from quipu.core.auth import AuditEvent
@@ -37,7 +39,7 @@ from quipu.core.text import content_hash, embedding_key, fold
 from quipu.core.versions import Change
 from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
-from quipu.retrieval.fusion import rrf, score_fusion
+from quipu.retrieval.fusion import rrf, score_fusion, session_aggregate
 from quipu.retrieval.temporal import query_windows, window_filters
 from quipu.safety import find_secrets, looks_like_injection, secret_error
 from quipu.settings import Settings
@@ -47,6 +49,8 @@ from quipu.storage.base import EmbeddingPin, Store, Vector
 PROBABLE_DUPLICATE = 0.92
 #: Threads running keyword searches beside the query embedding of concurrent recalls.
 _SEARCH_THREADS = 8
+#: Results whose vectors move the query in the feedback pass (``feedback_weight``).
+_FEEDBACK_DEPTH = 3
 _T = TypeVar("_T")
 _UNVERIFIED_SOURCES = frozenset({Source.EXTRACTED, Source.HARVESTED})
 
@@ -70,6 +74,8 @@ class Limits:
     weight_text: float = 0.3
     fusion: str = "score"
     temporal_boost: float = 0.2
+    session_weight: float = 1.0
+    feedback_weight: float = 0.5
 
     @classmethod
     def from_settings(cls, s: Settings) -> Limits:
@@ -390,27 +396,23 @@ class MemoryService:
         (lists["text"], info), timings["text_ms"] = keyword.result()
         paths["text"] = info.path
 
+        top_semantic = lists.get("semantic", [])[:1]
         mark = time.perf_counter()
         exact = self.store.exact_candidates(ref, fold(text), content_hash(text))
-        if self.limits.fusion == "rrf":
-            fused = rrf(
-                lists,
-                {"semantic": self.limits.weight_vector, "text": self.limits.weight_text},
-                self.limits.rrf_k,
-            )
-        else:
-            fused = score_fusion(
-                lists.get("semantic", []),
-                lists["text"],
-                weight_vector=self.limits.weight_vector,
-                weight_text=self.limits.weight_text,
-                boosts=self._temporal_boosts(ref, text, vector, flt, depth, lists),
-            )
-        hits = self._shape(exact, fused, flt, size)
+        fused = self._fuse(ref, text, vector, flt, depth, lists)
         timings["fuse_ms"] = _ms(mark)
+        if vector is not None and self.limits.feedback_weight > 0 and self.limits.fusion != "rrf":
+            mark = time.perf_counter()
+            second = self._feedback_vector(ref, vector, fused)
+            if second is not None:
+                lists["semantic"], _ = self.store.vector_candidates(ref, second, flt, depth)
+                fused = self._fuse(ref, text, second, flt, depth, lists)
+            timings["feedback_ms"] = _ms(mark)
+        mark = time.perf_counter()
+        hits = self._shape(exact, fused, flt, size)
+        timings["load_ms"] = _ms(mark)
         timings["total_ms"] = _ms(started)
 
-        top_semantic = lists.get("semantic", [])[:1]
         if (
             any(label in ("alias", "text") for h in hits for label in h.matched if h.rank <= 3)
             and exact
@@ -679,6 +681,51 @@ class MemoryService:
             start += len(chunk)
             window *= 2
         return hits
+
+    def _fuse(
+        self,
+        ref: ScopeRef,
+        text: str,
+        vector: Vector | None,
+        flt: Filters,
+        depth: int,
+        lists: dict[str, list[Candidate]],
+    ) -> list[tuple[int, float, tuple[str, ...]]]:
+        """One ranking of the candidate lists: by rank (``rrf``) or by score, with the temporal
+        boost and the session aggregate."""
+        if self.limits.fusion == "rrf":
+            return rrf(
+                lists,
+                {"semantic": self.limits.weight_vector, "text": self.limits.weight_text},
+                self.limits.rrf_k,
+            )
+        fused = score_fusion(
+            lists.get("semantic", []),
+            lists["text"],
+            weight_vector=self.limits.weight_vector,
+            weight_text=self.limits.weight_text,
+            boosts=self._temporal_boosts(ref, text, vector, flt, depth, lists),
+        )
+        if self.limits.session_weight > 0 and fused:
+            sessions = self.store.sessions_of(ref, [key for key, _, _ in fused])
+            fused = session_aggregate(fused, sessions, weight=self.limits.session_weight)
+        return fused
+
+    def _feedback_vector(
+        self, ref: ScopeRef, vector: Vector, fused: list[tuple[int, float, tuple[str, ...]]]
+    ) -> Vector | None:
+        """Pseudo-relevance feedback (Rocchio): the query moved toward its top 3 results, so
+        a second vector search also reaches what they are near (measured in
+        docs/benchmarks.md). ``None`` when no top result has a vector."""
+        found = self.store.vectors_of(ref, [key for key, _, _ in fused[:_FEEDBACK_DEPTH]])
+        if not found:
+            return None
+        mixed = vector + self.limits.feedback_weight * np.mean(list(found.values()), axis=0)
+        norm = float(np.linalg.norm(mixed))
+        if norm == 0.0:
+            return None
+        moved: Vector = (mixed / norm).astype(np.float32)
+        return moved
 
     def _temporal_boosts(
         self,

@@ -84,6 +84,21 @@ class Settings(BaseModel):
         description="Score added (fusion `score`) to candidates observed within a date the "
         "query names, such as 'in May 2023' or 'on 3 June 2023'; 0 turns it off.",
     )
+    session_weight: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="Fusion `score`: weight of the session aggregate, which raises candidates "
+        "whose session holds several near-best candidates; 0 turns it off.",
+    )
+    feedback_weight: float = Field(
+        0.5,
+        ge=0,
+        le=10,
+        description="Fusion `score`: after a first ranking, the query vector plus this weight "
+        "times the mean vector of the top 3 results is searched again (pseudo-relevance "
+        "feedback); 0 turns it off.",
+    )
     vector_cache_rows: int = Field(
         2_000_000, ge=1000, description="Rows the in-process vector cache keeps across scopes."
     )

@@ -567,3 +567,26 @@ def test_recall_question_form_words_are_not_keyword_keys(
     loaded = service.store.load([c.key for c in found])
     texts = [loaded[c.key].text for c in found]
     assert texts == ["Dana keeps three pets at home"]
+
+
+def test_recall_reads_sessions_and_vectors_of_its_own_scope_only(
+    service: MemoryService, alice: Principal, bob: Principal
+) -> None:
+    """What the session aggregate and the feedback pass read: never another scope's rows."""
+    service.remember(alice, "packed the tent for the trip", session_id="s-1")
+    service.remember(alice, "a tent note with no session")
+    service.remember(bob, "bob's tent note in his session", session_id="s-9")
+
+    def keys(who: Principal) -> list[int]:
+        found, _ = service.store.text_candidates(resolve_scope(who, "agent"), "tent", Filters(), 10)
+        return [c.key for c in found]
+
+    own, foreign = keys(alice), keys(bob)
+    assert len(own) == 2 and len(foreign) == 1
+    ref = resolve_scope(alice, "agent")
+    assert list(service.store.sessions_of(ref, own + foreign).values()) == ["s-1"]
+    vectors = service.store.vectors_of(ref, own + foreign)
+    assert set(vectors) == set(own) and all(v.shape == (384,) for v in vectors.values())
+    hits = service.recall(alice, "packed the tent", k=5)
+    assert hits.results[0].memory.text == "packed the tent for the trip"
+    assert "feedback_ms" in hits.meta["timings"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import pytest
 
 from quipu.core.query import Candidate, Filters
-from quipu.retrieval.fusion import score_fusion
+from quipu.retrieval.fusion import score_fusion, session_aggregate
 from quipu.retrieval.temporal import SLACK, TimeWindow, query_windows, window_filters
 
 
@@ -98,3 +99,16 @@ def test_window_filters_intersect_with_the_callers_window() -> None:
         _at(2023, 6, 8),
     )
     assert window_filters(Filters(observed_before=_at(2023, 1, 1)), window) is None
+
+
+def test_session_aggregate_raises_sessions_with_several_near_best_candidates() -> None:
+    fused = [(1, 0.80, ("semantic",)), (2, 0.79, ("text",)), (3, 0.78, ("semantic",)),
+             (4, 0.70, ("semantic",))]  # fmt: skip
+    # 1 is alone in its session, 2 and 3 share one, 4 has no session
+    out = session_aggregate(fused, {1: "a", 2: "b", 3: "b"}, weight=1.0, tau=0.05)
+    scores = {key: score for key, score, _ in out}
+    assert scores[1] == pytest.approx(0.80) and scores[4] == pytest.approx(0.70)
+    gain = 0.05 * math.log(1 + math.exp(-0.01 / 0.05))
+    assert scores[2] == pytest.approx(0.79 + gain) and scores[3] == pytest.approx(0.78 + gain)
+    assert [key for key, _, _ in out] == [2, 3, 1, 4]  # the pair now leads
+    assert session_aggregate(fused, {}, weight=1.0) == fused  # nothing to aggregate

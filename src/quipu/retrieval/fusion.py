@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from quipu.core.query import Candidate
@@ -68,3 +69,34 @@ def score_fusion(
         found[key] = labels
     ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     return [(key, score, found[key]) for key, score in ordered]
+
+
+def session_aggregate(
+    fused: Sequence[tuple[int, float, tuple[str, ...]]],
+    sessions: Mapping[int, str],
+    *,
+    weight: float,
+    tau: float = 0.05,
+) -> list[tuple[int, float, tuple[str, ...]]]:
+    """Raise each candidate by how many near-best candidates its session holds.
+
+    For a session S with fused scores ``v`` in the pool, ``g_S = tau * log sum exp((v - max
+    v) / tau)``: 0 when one candidate stands alone, about ``tau * log n`` when ``n`` are as good
+    as its best. Every candidate of S gains ``weight * g_S``; candidates with no session gain
+    nothing. A conversation that keeps coming back to the query's topic is more likely to hold
+    all its evidence (measured in docs/benchmarks.md). Ties break on key.
+    """
+    members: dict[str, list[float]] = {}
+    for key, score, _ in fused:
+        session = sessions.get(key)
+        if session is not None:
+            members.setdefault(session, []).append(score)
+    gain = {
+        session: tau * math.log(sum(math.exp((v - max(values)) / tau) for v in values))
+        for session, values in members.items()
+    }
+    scored = [
+        (key, score + weight * gain.get(sessions.get(key, ""), 0.0), found)
+        for key, score, found in fused
+    ]
+    return sorted(scored, key=lambda item: (-item[1], item[0]))

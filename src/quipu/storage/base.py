@@ -142,6 +142,13 @@ class Store(Protocol):
 
     def load(self, keys: Sequence[int]) -> dict[int, MemoryVersion]: ...
 
+    def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
+        """The session id (provenance) of each of ``keys`` in the scope that was written in
+        a session; keys without one, or outside the scope, are left out."""
+
+    def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
+        """The stored vectors of ``keys`` in the scope (keys without one are left out)."""
+
     # -- tenants, credentials, audit (SCOPE-1, SCOPE-2, SAFE-4) ------------------------------
     # Every memory version a backend writes is also written to the audit log in the same
     # transaction (except verbatim imports, which the service audits as one event).

@@ -629,6 +629,32 @@ class PostgresStore(ControlTables, WorkTables):
                         out[int(r[0])] = to_record(r)
         return out
 
+    def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
+        if not keys:
+            return {}
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT key, provenance->>'session_id' FROM memory_versions WHERE tenant_id = %s"
+                " AND scope = %s AND owner = %s AND key = ANY(%s)",
+                (ref.tenant_id, ref.scope.value, ref.owner, list(dict.fromkeys(keys))),
+            ).fetchall()
+        return {int(key): str(session) for key, session in rows if session is not None}
+
+    def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
+        if not keys:
+            return {}
+        with self._conn() as conn:
+            rows = (
+                conn.cursor(binary=True)
+                .execute(
+                    "SELECT key, vector FROM memory_versions WHERE tenant_id = %s AND scope = %s"
+                    " AND owner = %s AND key = ANY(%s) AND vector IS NOT NULL",
+                    (ref.tenant_id, ref.scope.value, ref.owner, list(dict.fromkeys(keys))),
+                )
+                .fetchall()
+            )
+        return {int(key): np.array(vec.to_numpy(), dtype=np.float32) for key, vec in rows}
+
     def storage_bytes(self) -> int:
         """The whole database, indexes and TOAST included."""
         with self._conn() as conn:

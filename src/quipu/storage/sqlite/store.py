@@ -593,6 +593,31 @@ class SQLiteStore(ControlTables, WorkTables):
                 out[int(r["key"])] = to_record(r)
         return out
 
+    def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        conn = self._reader()
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            part = unique[start : start + _CHUNK]
+            marks = ",".join("?" * len(part))
+            for key, session in conn.execute(
+                "SELECT key, json_extract(provenance, '$.session_id') FROM memory_versions"
+                f" WHERE key IN ({marks}) AND tenant_id = ? AND scope = ? AND owner = ?",
+                [*part, ref.tenant_id, ref.scope.value, ref.owner],
+            ):
+                if session is not None:
+                    out[int(key)] = str(session)
+        return out
+
+    def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
+        index = self._index(ref)  # the scope's vectors are in memory already
+        out: dict[int, Vector] = {}
+        for key in keys:
+            vector = index.vector_of(key)
+            if vector is not None:
+                out[key] = vector
+        return out
+
     def maintain(self) -> dict[str, list[str]]:
         """Nothing to build: the scope index is exact and lives in memory."""
         return {}
