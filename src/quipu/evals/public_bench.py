@@ -302,6 +302,8 @@ class _QuipuSystem:
                     "weight_vector",
                     "weight_text",
                     "temporal_boost",
+                    "session_weight",
+                    "feedback_weight",
                     "rrf_k",
                     "max_k",
                 )
