@@ -590,3 +590,30 @@ def test_recall_reads_sessions_and_vectors_of_its_own_scope_only(
     hits = service.recall(alice, "packed the tent", k=5)
     assert hits.results[0].memory.text == "packed the tent for the trip"
     assert "feedback_ms" in hits.meta["timings"]
+
+
+def test_recall_memory_is_found_by_the_words_of_the_one_before_it_in_its_session(
+    service: MemoryService, alice: Principal
+) -> None:
+    """Context keys: a reply that only refers to its topic ("yes, twice a week") is a keyword
+    candidate for the turn before it in the same session, never for other sessions'."""
+    service.remember(alice, "Do you still go to the climbing gym?", session_id="s-1")
+    service.remember(alice, "Yes, twice a week with my sister", session_id="s-1")
+    service.remember(alice, "Yes, every morning before work", session_id="s-2")
+    service.remember(alice, "Yes, on Sundays")  # no session: no context
+    ref = resolve_scope(alice, "agent")
+    found, _ = service.store.text_candidates(ref, "climbing gym", Filters(), 10)
+    loaded = service.store.load([c.key for c in found])
+    assert [loaded[c.key].text for c in found] == [
+        "Do you still go to the climbing gym?",
+        "Yes, twice a week with my sister",
+    ]
+    # a new version keeps the session's context, not its own old text
+    reply = next(m for m in loaded.values() if m.text.startswith("Yes, twice"))
+    service.revise(alice, reply.id, "Yes, three times a week with my sister", expected_version=1)
+    found, _ = service.store.text_candidates(ref, "climbing", Filters(), 10)
+    loaded = service.store.load([c.key for c in found])
+    assert sorted(m.text for m in loaded.values()) == [
+        "Do you still go to the climbing gym?",
+        "Yes, three times a week with my sister",
+    ]

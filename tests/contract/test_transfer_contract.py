@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from quipu import transfer
+from quipu.core.query import Filters
 from quipu.core.records import Principal
 from quipu.errors import InvalidInput
 from quipu.service import Limits, MemoryService
@@ -35,6 +36,8 @@ def _populate(svc: MemoryService, who: Principal) -> None:
     d = svc.remember(who, "temporary note").memory
     svc.forget(who, d.id, reason="cleanup")
     svc.remember(who, "no vector for this one", defer_embedding=True)
+    svc.remember(who, "Should we book the ferry to Naxos?", session_id="s2")
+    svc.remember(who, "Yes, the early one", session_id="s2")
 
 
 def test_api_004_export_import_round_trip_is_lossless(
@@ -46,7 +49,7 @@ def test_api_004_export_import_round_trip_is_lossless(
     written = list(transfer.write(buffer, source.export(alice)))
     target = MemoryService(make_store("b.db"), local_embedder, Limits())
     imported = target.import_(alice, transfer.read(io.StringIO(buffer.getvalue())))
-    assert imported == written[-1] == 8
+    assert imported == written[-1] == 10
 
     def snapshot(svc: MemoryService) -> list[tuple[dict[str, object], bytes | None]]:
         return [
@@ -61,6 +64,10 @@ def test_api_004_export_import_round_trip_is_lossless(
         h.memory.id for h in source.recall(alice, q).results
     ]
     assert target.store.count_live(_agent(alice)) == source.store.count_live(_agent(alice))
+    # context keys survive: the reply is still found by the words of the question before it
+    for svc in (source, target):
+        found, _ = svc.store.text_candidates(_agent(alice), "ferry Naxos", Filters(), 10)
+        assert len(found) == 2
     # importing again adds nothing
     assert target.import_(alice, transfer.read(io.StringIO(buffer.getvalue()))) == 0
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from quipu.core.query import Candidate, Filters
+from quipu.retrieval.bm25 import SessionContext
 from quipu.retrieval.fusion import score_fusion, session_aggregate
 from quipu.retrieval.temporal import SLACK, TimeWindow, query_windows, window_filters
 
@@ -112,3 +113,16 @@ def test_session_aggregate_raises_sessions_with_several_near_best_candidates() -
     assert scores[2] == pytest.approx(0.79 + gain) and scores[3] == pytest.approx(0.78 + gain)
     assert [key for key, _, _ in out] == [2, 3, 1, 4]  # the pair now leads
     assert session_aggregate(fused, {}, weight=1.0) == fused  # nothing to aggregate
+
+
+def test_session_context_is_the_previous_memory_of_another_family() -> None:
+
+    chain = SessionContext()
+    s = ("t1", "agent", "alice", "s-1")
+    assert chain.next(s, "a", ["climb", "gym"]) == []
+    assert chain.next(s, "b", ["twice", "week"]) == ["climb", "gym"]
+    assert chain.next(None, "c", ["solo"]) == []  # no session, no context
+    assert chain.next(("t1", "agent", "alice", "s-2"), "d", ["ferri"]) == []
+    # a new version of b keeps b's context, not b's own old keys
+    assert chain.next(s, "b", ["three", "week"]) == ["climb", "gym"]
+    assert chain.next(s, "e", ["sister"]) == ["three", "week"]

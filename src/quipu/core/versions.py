@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from quipu.core.lifecycle import check_transition
 from quipu.core.records import Kind, MemoryVersion, Provenance, Relation, Status
 from quipu.core.text import content_hash
 from quipu.errors import Conflict
+
+V = TypeVar("V")
 
 UNSET: Any = object()
 _UNSET = UNSET
@@ -100,3 +103,21 @@ def valid_to(version: MemoryVersion, successor: MemoryVersion | None) -> datetim
 def valid_at_instant(valid_at: datetime, end: datetime | None, instant: datetime) -> bool:
     """``valid_at <= T and (end is null or T < end)``."""
     return valid_at <= instant and (end is None or instant < end)
+
+
+def import_order(
+    items: Iterable[tuple[MemoryVersion, V]],
+) -> list[tuple[MemoryVersion, V, MemoryVersion | None]]:
+    """Imported versions with their successors, in the order they were first recorded: each
+    then gets the context keys (the session's previous memory) it had where it came from."""
+    families: dict[tuple[str, str], list[tuple[MemoryVersion, V]]] = {}
+    for memory, vector in items:
+        families.setdefault((memory.tenant_id, memory.id), []).append((memory, vector))
+    planned = []
+    for versions in families.values():
+        versions.sort(key=lambda mv: mv[0].version)
+        for i, (memory, vector) in enumerate(versions):
+            successor = versions[i + 1][0] if i + 1 < len(versions) else None
+            planned.append((memory, vector, successor))
+    planned.sort(key=lambda p: (p[0].recorded_at, p[0].id, p[0].version))
+    return planned

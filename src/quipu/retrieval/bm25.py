@@ -10,7 +10,7 @@ import math
 import re
 import unicodedata
 from array import array
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -73,6 +73,33 @@ def document_tokens(text: str, aliases: Sequence[str], observed_at: datetime | N
     if observed_at is not None:
         tokens += tokenize(f"{observed_at.astimezone(UTC):%B %Y}")
     return tokens
+
+
+class SessionContext:
+    """Context keys of memories taken in write order (refreshes, bulk imports).
+
+    A memory written in a session is also indexed under the keys of the memory written just
+    before it in the same session and scope, from another family (measured in
+    docs/benchmarks.md: the turn before often names what a reply only refers to). Feed rows in
+    storage-key order; :meth:`seed` gives a session's latest row from before the batch.
+    """
+
+    def __init__(self) -> None:
+        # session -> (family of its latest row, that row's own keys, the latest own keys of
+        # another family before it)
+        self._last: dict[Hashable, tuple[str, list[str], list[str]]] = {}
+
+    def seed(self, session: Hashable, family: str, own: list[str], before: list[str]) -> None:
+        self._last[session] = (family, own, before)
+
+    def next(self, session: Hashable | None, family: str, own: list[str]) -> list[str]:
+        """The context keys of this row (its own keys not included), then remember it."""
+        if session is None:
+            return []
+        last = self._last.get(session)
+        context: list[str] = [] if last is None else last[1] if last[0] != family else last[2]
+        self._last[session] = (family, own, context)
+        return context
 
 
 def query_tokens(query: str) -> list[str]:

@@ -16,8 +16,8 @@ from quipu.core.lifecycle import LIVE
 from quipu.core.records import MemoryVersion, Scope, ScopeRef
 from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.text import fold
-from quipu.core.versions import valid_to
-from quipu.retrieval.bm25 import TOKENIZER_VERSION
+from quipu.core.versions import import_order, valid_to
+from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
 from quipu.storage.base import Vector
 from quipu.storage.postgres.rows import (
     COLUMNS,
@@ -58,52 +58,81 @@ _EXISTING_CHUNK = 5000
 def import_versions(
     store: PostgresStore, items: Iterable[tuple[MemoryVersion, Vector | None]]
 ) -> int:
-    families: dict[tuple[str, str], list[tuple[MemoryVersion, Vector | None]]] = {}
-    for memory, vector in items:
-        families.setdefault((memory.tenant_id, memory.id), []).append((memory, vector))
-    if not families:
+    planned = import_order(items)
+    if not planned:
         return 0
+    families = {(m.tenant_id, m.id) for m, _, _ in planned}
     present = _present(store, families)
     rows: list[tuple[Any, ...]] = []
     aliases: list[tuple[str, str, str, str, int]] = []
     state: dict[tuple[str, str, str], list[int]] = {}
     dfs: dict[tuple[str, str, str, str], int] = {}
     numbers = {tenant: store._tenant_number(tenant) for tenant, _ in families}
-    for (tenant, _), versions in families.items():
-        versions.sort(key=lambda mv: mv[0].version)
-        for i, (memory, vector) in enumerate(versions):
-            if (tenant, memory.id, memory.version) in present:
-                continue
-            successor = versions[i + 1][0] if i + 1 < len(versions) else None
-            end = valid_to(memory, successor) if successor else memory.invalid_at
-            key_text = None
-            f32 = None
-            if vector is not None and memory.embedding_model:
-                key_text = text_embedding_key(memory.text)
-                f32 = np.ascontiguousarray(vector, dtype=np.float32)
-            values = to_values(memory, key_text, f32, end)
-            rows.append((len(rows), numbers[tenant], *values))
-            scope = (tenant, memory.scope.value, memory.owner)
-            counts = state.setdefault(scope, [0, 0, 0, 0])
-            counts[0] += int(memory.is_current and memory.status in LIVE)
-            counts[1] += int(memory.is_current)
-            counts[2] += 1
-            counts[3] += int(values[TERM_COUNT_AT])
-            for lexeme in lexemes_of(values[TERMS_AT]):
-                dfs[(*scope, lexeme)] = dfs.get((*scope, lexeme), 0) + 1
-            if memory.is_current:
-                aliases += [
-                    (tenant, memory.id, str(memory.version), fold(a), len(rows) - 1)
-                    for a in memory.aliases
-                ]
+    fresh = [p for p in planned if (p[0].tenant_id, p[0].id, p[0].version) not in present]
+    chain = _seeded_context(store, [m for m, _, _ in fresh])
+    for memory, vector, successor in fresh:
+        tenant = memory.tenant_id
+        end = valid_to(memory, successor) if successor else memory.invalid_at
+        key_text = None
+        f32 = None
+        if vector is not None and memory.embedding_model:
+            key_text = text_embedding_key(memory.text)
+            f32 = np.ascontiguousarray(vector, dtype=np.float32)
+        own = document_tokens(memory.text, memory.aliases, memory.observed_at)
+        context = chain.next(_session_of(memory), memory.id, own)
+        values = to_values(memory, key_text, f32, end, context)
+        rows.append((len(rows), numbers[tenant], *values))
+        scope = (tenant, memory.scope.value, memory.owner)
+        counts = state.setdefault(scope, [0, 0, 0, 0])
+        counts[0] += int(memory.is_current and memory.status in LIVE)
+        counts[1] += int(memory.is_current)
+        counts[2] += 1
+        counts[3] += int(values[TERM_COUNT_AT])
+        for lexeme in lexemes_of(values[TERMS_AT]):
+            dfs[(*scope, lexeme)] = dfs.get((*scope, lexeme), 0) + 1
+        if memory.is_current:
+            aliases += [
+                (tenant, memory.id, str(memory.version), fold(a), len(rows) - 1)
+                for a in memory.aliases
+            ]
     if not rows:
         return 0
     return _write(store, rows, aliases, state, dfs)
 
 
-def _present(
-    store: PostgresStore, families: dict[tuple[str, str], list[tuple[MemoryVersion, Any]]]
-) -> set[tuple[str, str, int]]:
+def _session_of(memory: MemoryVersion) -> tuple[str, str, str, str] | None:
+    session = memory.provenance.session_id
+    if session is None:
+        return None
+    return (memory.tenant_id, memory.scope.value, memory.owner, session)
+
+
+def _seeded_context(store: PostgresStore, memories: list[MemoryVersion]) -> SessionContext:
+    """Context keys for a batch, starting from each session's latest stored memory."""
+    chain = SessionContext()
+    sessions = sorted({s for s in map(_session_of, memories) if s is not None})
+    if not sessions:
+        return chain
+    with store._conn() as conn:
+        for tenant in sorted({s[0] for s in sessions}):
+            mine = [s for s in sessions if s[0] == tenant]
+            for scope, owner, session, family, text, aliases, observed_at in conn.execute(
+                "SELECT DISTINCT ON (scope, owner, provenance->>'session_id') scope, owner,"
+                " provenance->>'session_id', id, text, aliases, observed_at FROM memory_versions"
+                " WHERE tenant_id = %s AND provenance->>'session_id' IS NOT NULL AND (scope,"
+                " owner, provenance->>'session_id') IN (SELECT * FROM unnest(%s::text[],"
+                " %s::text[], %s::text[])) ORDER BY scope, owner, provenance->>'session_id',"
+                " key DESC",
+                (tenant, [s[1] for s in mine], [s[2] for s in mine], [s[3] for s in mine]),
+            ):
+                own = document_tokens(text, aliases, observed_at)
+                # the context before that row is not looked up: it only matters when a batch
+                # starts with a new version of the very family stored last in the session
+                chain.seed((tenant, scope, owner, session), str(family), own, [])
+    return chain
+
+
+def _present(store: PostgresStore, families: set[tuple[str, str]]) -> set[tuple[str, str, int]]:
     by_tenant: dict[str, list[str]] = {}
     for tenant, ident in families:
         by_tenant.setdefault(tenant, []).append(ident)
@@ -224,11 +253,15 @@ def refresh_terms(store: PostgresStore) -> bool:
         if row is not None and row[0] == TOKENIZER_VERSION:
             return False  # another process did it while this one waited
         keys = conn.execute(
-            "SELECT tenant_id, key, text, aliases, observed_at FROM memory_versions"
+            "SELECT tenant_id, key, scope, owner, provenance->>'session_id', id, text, aliases,"
+            " observed_at FROM memory_versions ORDER BY tenant_id, key"
         )
         updates = []
-        for tenant_id, key, text, aliases, observed_at in keys.fetchall():
-            terms, length = tsvector_literal(text, aliases, observed_at)
+        chain = SessionContext()
+        for tenant_id, key, scope, owner, session, family, text, aliases, at in keys.fetchall():
+            own = document_tokens(text, aliases, at)
+            where = None if session is None else (tenant_id, scope, owner, session)
+            terms, length = tsvector_literal([*own, *chain.next(where, family, own)])
             updates.append((terms, length, tenant_id, key))
         conn.cursor().executemany(
             "UPDATE memory_versions SET terms = %s::tsvector, term_count = %s"

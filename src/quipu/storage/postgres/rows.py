@@ -218,10 +218,17 @@ def to_record(row: Sequence[Any]) -> MemoryVersion:
 
 
 def to_values(
-    m: MemoryVersion, embedding_key: str | None, vector: Any, valid_to: datetime | None
+    m: MemoryVersion,
+    embedding_key: str | None,
+    vector: Any,
+    valid_to: datetime | None,
+    context: Sequence[str] = (),
 ) -> tuple[Any, ...]:
-    """Values in :data:`WRITE_COLUMNS` order; ``vector`` is a numpy array or None."""
-    terms, term_count = tsvector_literal(m.text, m.aliases, m.observed_at)
+    """Values in :data:`WRITE_COLUMNS` order; ``vector`` is a numpy array or None; ``context``
+    the BM25 keys the version is also indexed under (its session's previous memory)."""
+    terms, term_count = tsvector_literal(
+        [*document_tokens(m.text, m.aliases, m.observed_at), *context]
+    )
     return (
         m.tenant_id,
         m.scope.value,
@@ -268,9 +275,10 @@ def write_params(
     *,
     live_delta: int,
     current_delta: int,
+    context: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Parameters of :data:`WRITE_SQL` / :data:`INSERT_SQL` (``audit``: the ``a_*`` values)."""
-    values = to_values(m, embedding_key, vector, valid_to)
+    values = to_values(m, embedding_key, vector, valid_to, context)
     params = {f"c_{c}": v for c, v in zip(WRITE_COLUMNS, values, strict=True)}
     params.update(audit)
     params.update(
@@ -289,15 +297,13 @@ def _quote(lexeme: str) -> str:
     return f"'{lexeme}'"
 
 
-def tsvector_literal(
-    text: str, aliases: Sequence[str], observed_at: datetime | None
-) -> tuple[str, int]:
-    """The ``tsvector`` input text for a version (lexemes with positions) and its length.
+def tsvector_literal(tokens: Sequence[str]) -> tuple[str, int]:
+    """The ``tsvector`` input text for a version's BM25 keys (lexemes with positions) and its
+    length.
 
     A lexeme keeps at most 256 positions and positions stop at 16383 (tsvector's limits), so
     the term frequency of a very long text is capped there; the length is not.
     """
-    tokens = document_tokens(text, aliases, observed_at)
     positions: dict[str, list[str]] = {}
     for at, token in enumerate(tokens, start=1):
         seen = positions.get(token)

@@ -31,6 +31,7 @@ from quipu.core.records import MemoryVersion, Relation, Scope, ScopeRef, Status,
 from quipu.core.text import fold
 from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound, Unavailable
+from quipu.retrieval.bm25 import document_tokens
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.postgres import bulk
 from quipu.storage.postgres.control import ControlTables
@@ -322,8 +323,12 @@ class PostgresStore(ControlTables, WorkTables):
         writes the version only if no live duplicate exists and the owner is under quota."""
         number = self._tenant_number(ref.tenant_id)
         live = memory.status in LIVE
+        context: list[str] = []
+        if memory.provenance.session_id is not None:
+            with self._conn() as conn:
+                context = _context_terms(conn, ref, memory)
         params = self._write_params(
-            number, memory, vector, embedding_key, memory.invalid_at, int(live), 1
+            number, memory, vector, embedding_key, memory.invalid_at, int(live), 1, context
         )
         params.update(live=live, live_statuses=_LIVE, quota=quota)
         for _ in range(3):
@@ -423,7 +428,14 @@ class PostgresStore(ControlTables, WorkTables):
             vector = None if old_vector is None else _numpy(old_vector)
             new = replace(new, embedding_model=current.embedding_model)
         params = self._write_params(
-            number, new, vector, embedding_key, new.invalid_at, int(is_live) - int(was_live), 0
+            number,
+            new,
+            vector,
+            embedding_key,
+            new.invalid_at,
+            int(is_live) - int(was_live),
+            0,
+            _context_terms(conn, ref, new),
         )
         conn.execute(WRITE_SQL, params)
         return new
@@ -437,6 +449,7 @@ class PostgresStore(ControlTables, WorkTables):
         end: datetime | None,
         live_delta: int,
         current_delta: int,
+        context: Sequence[str] = (),
     ) -> dict[str, Any]:
         if vector is None or embedding_key is None or not memory.embedding_model:
             vector, embedding_key = None, None
@@ -462,6 +475,7 @@ class PostgresStore(ControlTables, WorkTables):
             audit,
             live_delta=live_delta,
             current_delta=current_delta,
+            context=context,
         )
 
     def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
@@ -665,6 +679,23 @@ class PostgresStore(ControlTables, WorkTables):
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
         return bulk.export_versions(self, tenant_id)
+
+
+def _context_terms(
+    conn: psycopg.Connection[Any], ref: ScopeRef, memory: MemoryVersion
+) -> list[str]:
+    """The own BM25 keys of the memory written last in the same session and scope, from
+    another family (``SessionContext`` gives refreshes and imports the same rule)."""
+    session = memory.provenance.session_id
+    if session is None:
+        return []
+    row = conn.execute(
+        "SELECT text, aliases, observed_at FROM memory_versions WHERE tenant_id = %s"
+        " AND scope = %s AND owner = %s AND provenance->>'session_id' = %s AND id <> %s"
+        " ORDER BY key DESC LIMIT 1",
+        (ref.tenant_id, ref.scope.value, ref.owner, session, memory.id),
+    ).fetchone()
+    return [] if row is None else document_tokens(row[0], row[1], row[2])
 
 
 def with_utc(url: str) -> str:

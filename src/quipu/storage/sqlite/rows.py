@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from quipu.core.records import (
@@ -16,7 +17,6 @@ from quipu.core.records import (
     Status,
     Trust,
 )
-from quipu.retrieval.bm25 import document_tokens
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros, to_micros_opt
 
 COLUMNS = (
@@ -58,10 +58,13 @@ def to_record(row: sqlite3.Row) -> MemoryVersion:
     )
 
 
-def to_params(m: MemoryVersion, embedding_key: str | None, vector: bytes | None) -> dict[str, Any]:
+def to_params(
+    m: MemoryVersion, embedding_key: str | None, vector: bytes | None, terms: Sequence[str]
+) -> dict[str, Any]:
+    """Column values of a version; ``terms`` are its BM25 keys (its own and its context's)."""
     return {
         "vector": vector,
-        "terms": " ".join(document_tokens(m.text, m.aliases, m.observed_at)),
+        "terms": " ".join(terms),
         "tenant_id": m.tenant_id,
         "scope": m.scope.value,
         "owner": m.owner,

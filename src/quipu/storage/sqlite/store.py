@@ -33,9 +33,9 @@ from quipu.core.records import (
 )
 from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.text import fold
-from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
+from quipu.core.versions import UNSET, Change, check_expected, import_order, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound
-from quipu.retrieval.bm25 import TOKENIZER_VERSION, document_tokens
+from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.migrate import migrate
@@ -83,15 +83,16 @@ class SQLiteStore(ControlTables, WorkTables):
             if row is not None and row[0] == TOKENIZER_VERSION:
                 return
             rows = c.execute(
-                "SELECT key, text, aliases, observed_at FROM memory_versions"
+                "SELECT key, tenant_id, scope, owner, json_extract(provenance, '$.session_id'),"
+                " id, text, aliases, observed_at FROM memory_versions ORDER BY key"
             ).fetchall()
-            c.executemany(
-                "UPDATE memory_versions SET terms = ? WHERE key = ?",
-                [
-                    (" ".join(document_tokens(text, json.loads(aliases), from_micros_opt(at))), key)
-                    for key, text, aliases, at in rows
-                ],
-            )
+            chain = SessionContext()
+            updates = []
+            for key, tenant, scope, owner, session, family, text, aliases, at in rows:
+                own = document_tokens(text, json.loads(aliases), from_micros_opt(at))
+                where = None if session is None else (tenant, scope, owner, session)
+                updates.append((" ".join(own + chain.next(where, family, own)), key))
+            c.executemany("UPDATE memory_versions SET terms = ? WHERE key = ?", updates)
             c.execute(
                 "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('terms_version', ?)",
                 (TOKENIZER_VERSION,),
@@ -223,9 +224,9 @@ class SQLiteStore(ControlTables, WorkTables):
                         code="quota_exceeded",
                         details={"quota": quota, "live": count},
                     )
-            key = self._write_version(c, ref, memory, vector, embedding_key)
+            key, terms = self._write_version(c, ref, memory, vector, embedding_key)
             generation = self._bump(c, ref, 1 if live else 0)
-            self._cache_add(ref, generation, key, memory, None, vector)
+            self._cache_add(ref, generation, key, memory, None, vector, terms)
         return WriteResult(memory, created=True)
 
     def append(
@@ -297,10 +298,10 @@ class SQLiteStore(ControlTables, WorkTables):
             blob = row["vector"]
             vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
             new = replace(new, embedding_model=current.embedding_model)
-        key = self._write_version(c, ref, new, vector, embedding_key)
+        key, terms = self._write_version(c, ref, new, vector, embedding_key)
         generation = self._bump(c, ref, int(is_live) - int(was_live))
         self._cache_retire(ref, row["key"], end)
-        self._cache_add(ref, generation, key, new, row["key"], vector)
+        self._cache_add(ref, generation, key, new, row["key"], vector, terms)
         return new
 
     def _write_version(
@@ -312,13 +313,16 @@ class SQLiteStore(ControlTables, WorkTables):
         embedding_key: str | None,
         *,
         audit: bool = True,
-    ) -> int:
+    ) -> tuple[int, list[str]]:
+        """Insert one version row; returns its key and BM25 keys."""
         blob = None
         if vector is not None and embedding_key is not None and memory.embedding_model:
             blob = np.asarray(vector, dtype=np.float32).tobytes()
         else:
             embedding_key = None
-        cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key, blob))
+        terms = document_tokens(memory.text, memory.aliases, memory.observed_at)
+        terms += self._context_terms(c, ref, memory)
+        cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key, blob, terms))
         key = cursor.lastrowid
         assert key is not None
         if audit:
@@ -329,7 +333,25 @@ class SQLiteStore(ControlTables, WorkTables):
                 " VALUES (?, ?, ?, ?, ?)",
                 [(ref.tenant_id, ref.scope.value, ref.owner, fold(a), key) for a in memory.aliases],
             )
-        return key
+        return key, terms
+
+    def _context_terms(
+        self, c: sqlite3.Connection, ref: ScopeRef, memory: MemoryVersion
+    ) -> list[str]:
+        """The own BM25 keys of the memory written last in the same session and scope, from
+        another family (``SessionContext`` gives refreshes and imports the same rule)."""
+        session = memory.provenance.session_id
+        if session is None:
+            return []
+        row = c.execute(
+            "SELECT text, aliases, observed_at FROM memory_versions WHERE tenant_id = ?"
+            " AND scope = ? AND owner = ? AND json_extract(provenance, '$.session_id') = ?"
+            " AND id != ? ORDER BY key DESC LIMIT 1",
+            (ref.tenant_id, ref.scope.value, ref.owner, session, memory.id),
+        ).fetchone()
+        if row is None:
+            return []
+        return document_tokens(row[0], json.loads(row[1]), from_micros_opt(row[2]))
 
     def _bump(self, c: sqlite3.Connection, ref: ScopeRef, live_delta: int) -> int:
         row = c.execute(
@@ -360,33 +382,27 @@ class SQLiteStore(ControlTables, WorkTables):
         return row
 
     def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
-        families: dict[tuple[str, str], list[tuple[MemoryVersion, Vector | None]]] = {}
-        for memory, vector in items:
-            families.setdefault((memory.tenant_id, memory.id), []).append((memory, vector))
+        planned = import_order(items)
         written = 0
         with self._tx() as c:
-            for versions in families.values():
-                versions.sort(key=lambda mv: mv[0].version)
-                for i, (memory, vector) in enumerate(versions):
-                    exists = c.execute(
-                        "SELECT 1 FROM memory_versions"
-                        " WHERE tenant_id = ? AND id = ? AND version = ?",
-                        (memory.tenant_id, memory.id, memory.version),
-                    ).fetchone()
-                    if exists:
-                        continue
-                    ref = ScopeRef(memory.tenant_id, memory.scope, memory.owner)
-                    key_text = text_embedding_key(memory.text) if vector is not None else None
-                    key = self._write_version(c, ref, memory, vector, key_text, audit=False)
-                    successor = versions[i + 1][0] if i + 1 < len(versions) else None
-                    end = valid_to(memory, successor) if successor else memory.invalid_at
-                    c.execute(
-                        "UPDATE memory_versions SET valid_to = ? WHERE key = ?",
-                        (to_micros_opt(end), key),
-                    )
-                    live = int(memory.is_current and memory.status in LIVE)
-                    self._bump(c, ref, live)
-                    written += 1
+            for memory, vector, successor in planned:
+                exists = c.execute(
+                    "SELECT 1 FROM memory_versions WHERE tenant_id = ? AND id = ? AND version = ?",
+                    (memory.tenant_id, memory.id, memory.version),
+                ).fetchone()
+                if exists:
+                    continue
+                ref = ScopeRef(memory.tenant_id, memory.scope, memory.owner)
+                key_text = text_embedding_key(memory.text) if vector is not None else None
+                key, _ = self._write_version(c, ref, memory, vector, key_text, audit=False)
+                end = valid_to(memory, successor) if successor else memory.invalid_at
+                c.execute(
+                    "UPDATE memory_versions SET valid_to = ? WHERE key = ?",
+                    (to_micros_opt(end), key),
+                )
+                live = int(memory.is_current and memory.status in LIVE)
+                self._bump(c, ref, live)
+                written += 1
             with self._index_lock:
                 self._indexes.clear()
         return written
@@ -428,6 +444,7 @@ class SQLiteStore(ControlTables, WorkTables):
         memory: MemoryVersion,
         previous_key: int | None,
         vector: Vector | None,
+        terms: list[str],
     ) -> None:
         with self._index_lock:
             index = self._indexes.get(ref)
@@ -440,7 +457,7 @@ class SQLiteStore(ControlTables, WorkTables):
                 return
             if vector is None and previous_key is not None:
                 vector = index.vector_of(previous_key)
-            index.add(_row(key, memory, memory.invalid_at), vector)
+            index.add(_row(key, memory, memory.invalid_at, terms), vector)
             index.generation = generation
 
     def _cache_retire(self, ref: ScopeRef, key: int, end: datetime | None) -> None:
@@ -647,7 +664,7 @@ class SQLiteStore(ControlTables, WorkTables):
             conn.close()
 
 
-def _row(key: int, m: MemoryVersion, end: datetime | None) -> Row:
+def _row(key: int, m: MemoryVersion, end: datetime | None, terms: list[str]) -> Row:
     return Row(
         key=key,
         family=m.id,
@@ -661,7 +678,7 @@ def _row(key: int, m: MemoryVersion, end: datetime | None) -> Row:
         source=m.source,
         confidence=m.confidence,
         project=m.project,
-        terms=document_tokens(m.text, m.aliases, m.observed_at),
+        terms=terms,
     )
 
 
