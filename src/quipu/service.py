@@ -787,7 +787,7 @@ class MemoryService:
             return True, "embedder_disabled", None
         mark = time.perf_counter()
         try:
-            vector = self.embedder.embed_batch([text])[0]
+            vector = self.embedder.embed_query(text)
         except EmbeddingUnavailable:
             timings["embed_ms"] = _ms(mark)
             return True, "embedder_unavailable", None

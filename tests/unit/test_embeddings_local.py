@@ -203,3 +203,9 @@ def test_a_bare_string_is_refused(embedder: LocalEmbedder) -> None:
 def test_invalid_constructor_arguments_are_refused(arguments: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="must be at least 1"):
         LocalEmbedder(**arguments)
+
+
+def test_query_embedding_matches_the_write_path(embedder: LocalEmbedder) -> None:
+    """Queries run on a second session (no spin-waiting) of the same model: same vectors."""
+    for text in MIXED_LENGTHS:
+        assert np.allclose(embedder.embed_query(text), embedder.embed_batch([text])[0], atol=1e-5)

@@ -43,6 +43,11 @@ class Embedder(abc.ABC):
         vectors: npt.NDArray[np.float32] = self.embed_batch([text])[0]
         return vectors
 
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """Embed a recall query: the same vector as :meth:`embed_one`; a backend may run it
+        differently (the local model: without spin-waiting threads, see LocalEmbedder)."""
+        return self.embed_one(text)
+
 
 def check_texts(texts: Sequence[str]) -> list[str]:
     """The texts as a list, refusing a bare string (which would embed one character per row)."""

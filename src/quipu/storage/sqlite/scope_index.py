@@ -40,6 +40,7 @@ BULK_COLUMNS = (
     "confidence",
     "project",
     "terms",
+    "session",
     "vector",
 )
 KIND_CODES = {k: i for i, k in enumerate(Kind)}
@@ -66,6 +67,7 @@ class Row:
     confidence: float
     project: str | None
     terms: list[str]
+    session: str | None
 
 
 class ScopeIndex:
@@ -96,6 +98,7 @@ class ScopeIndex:
         self._projects: dict[str, int] = {}
         self._position: dict[int, int] = {}
         self._family_ids: dict[str, int] = {}
+        self._sessions: dict[int, str] = {}  # key -> session id, for rows written in one
         self.postings = Postings()
         self._alloc(64)
 
@@ -161,8 +164,10 @@ class ScopeIndex:
                 confidence,
                 project,
                 terms,
+                sessions,
                 vectors,
             ) = zip(*rows, strict=True)
+            self._sessions = {k: s for k, s in zip(keys, sessions, strict=True) if s is not None}
             self._n = n
             self.keys[:n] = keys
             self.current[:n] = current
@@ -221,6 +226,8 @@ class ScopeIndex:
             self._position[row.key] = i
             self.family[i] = self._family_ids.setdefault(row.family, len(self._family_ids))
             self.postings.add(i, row.terms)
+            if row.session is not None:
+                self._sessions[row.key] = row.session
             self._n += 1
             if row.is_current:
                 self._set_family_status(row.family, row.status)
@@ -241,6 +248,10 @@ class ScopeIndex:
                 self._writable()
                 self.vec[i] = vector
                 self.has_vec[i] = True
+
+    def sessions_of(self, keys: Sequence[int]) -> dict[int, str]:
+        with self.lock:
+            return {k: self._sessions[k] for k in keys if k in self._sessions}
 
     def vector_of(self, key: int) -> npt.NDArray[np.float32] | None:
         with self.lock:

@@ -490,7 +490,8 @@ class SQLiteStore(ControlTables, WorkTables):
         """Load a scope into a fresh index; columns in ``scope_index.BULK_COLUMNS`` order."""
         rows = conn.execute(
             "SELECT key, id, is_current, status, valid_at, valid_to, observed_at, kind, source,"
-            " confidence, project, terms, CASE WHEN embedding_model = ? THEN vector END"
+            " confidence, project, terms, json_extract(provenance, '$.session_id'),"
+            " CASE WHEN embedding_model = ? THEN vector END"
             " FROM memory_versions"
             " WHERE tenant_id = ? AND scope = ? AND owner = ? ORDER BY key",
             (pin.model_id if pin else "", ref.tenant_id, ref.scope.value, ref.owner),
@@ -611,20 +612,7 @@ class SQLiteStore(ControlTables, WorkTables):
         return out
 
     def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        conn = self._reader()
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            part = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(part))
-            for key, session in conn.execute(
-                "SELECT key, json_extract(provenance, '$.session_id') FROM memory_versions"
-                f" WHERE key IN ({marks}) AND tenant_id = ? AND scope = ? AND owner = ?",
-                [*part, ref.tenant_id, ref.scope.value, ref.owner],
-            ):
-                if session is not None:
-                    out[int(key)] = str(session)
-        return out
+        return self._index(ref).sessions_of(keys)  # held in memory with the scope
 
     def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
         index = self._index(ref)  # the scope's vectors are in memory already
@@ -679,6 +667,7 @@ def _row(key: int, m: MemoryVersion, end: datetime | None, terms: list[str]) -> 
         confidence=m.confidence,
         project=m.project,
         terms=terms,
+        session=m.provenance.session_id,
     )
 
 
