@@ -647,12 +647,18 @@ class PostgresStore(ControlTables, WorkTables):
         if not keys:
             return {}
         with self._conn() as conn:
+            # By primary key, the scope checked on the rows: a plan through the scope's index
+            # would scan the whole scope (seen at 100k rows before statistics existed).
             rows = conn.execute(
-                "SELECT key, provenance->>'session_id' FROM memory_versions WHERE tenant_id = %s"
-                " AND scope = %s AND owner = %s AND key = ANY(%s)",
-                (ref.tenant_id, ref.scope.value, ref.owner, list(dict.fromkeys(keys))),
+                "SELECT key, scope, owner, provenance->>'session_id' FROM memory_versions"
+                " WHERE tenant_id = %s AND key = ANY(%s)",
+                (ref.tenant_id, list(dict.fromkeys(keys))),
             ).fetchall()
-        return {int(key): str(session) for key, session in rows if session is not None}
+        return {
+            int(key): str(session)
+            for key, scope, owner, session in rows
+            if session is not None and scope == ref.scope.value and owner == ref.owner
+        }
 
     def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
         if not keys:
@@ -661,13 +667,17 @@ class PostgresStore(ControlTables, WorkTables):
             rows = (
                 conn.cursor(binary=True)
                 .execute(
-                    "SELECT key, vector FROM memory_versions WHERE tenant_id = %s AND scope = %s"
-                    " AND owner = %s AND key = ANY(%s) AND vector IS NOT NULL",
-                    (ref.tenant_id, ref.scope.value, ref.owner, list(dict.fromkeys(keys))),
+                    "SELECT key, scope, owner, vector FROM memory_versions WHERE tenant_id = %s"
+                    " AND key = ANY(%s) AND vector IS NOT NULL",
+                    (ref.tenant_id, list(dict.fromkeys(keys))),
                 )
                 .fetchall()
             )
-        return {int(key): np.array(vec.to_numpy(), dtype=np.float32) for key, vec in rows}
+        return {
+            int(key): np.array(vec.to_numpy(), dtype=np.float32)
+            for key, scope, owner, vec in rows
+            if scope == ref.scope.value and owner == ref.owner
+        }
 
     def storage_bytes(self) -> int:
         """The whole database, indexes and TOAST included."""
