@@ -399,14 +399,15 @@ class MemoryService:
         top_semantic = lists.get("semantic", [])[:1]
         mark = time.perf_counter()
         exact = self.store.exact_candidates(ref, fold(text), content_hash(text))
-        fused = self._fuse(ref, text, vector, flt, depth, lists)
+        seen: dict[int, str | None] = {}  # session ids looked up, kept for the second pass
+        fused = self._fuse(ref, text, vector, flt, depth, lists, seen)
         timings["fuse_ms"] = _ms(mark)
         if vector is not None and self.limits.feedback_weight > 0 and self.limits.fusion != "rrf":
             mark = time.perf_counter()
             second = self._feedback_vector(ref, vector, fused)
             if second is not None:
                 lists["semantic"], _ = self.store.vector_candidates(ref, second, flt, depth)
-                fused = self._fuse(ref, text, second, flt, depth, lists)
+                fused = self._fuse(ref, text, second, flt, depth, lists, seen)
             timings["feedback_ms"] = _ms(mark)
         mark = time.perf_counter()
         hits = self._shape(exact, fused, flt, size)
@@ -690,9 +691,10 @@ class MemoryService:
         flt: Filters,
         depth: int,
         lists: dict[str, list[Candidate]],
+        seen: dict[int, str | None],
     ) -> list[tuple[int, float, tuple[str, ...]]]:
         """One ranking of the candidate lists: by rank (``rrf``) or by score, with the temporal
-        boost and the session aggregate."""
+        boost and the session aggregate (``seen``: session ids already looked up)."""
         if self.limits.fusion == "rrf":
             return rrf(
                 lists,
@@ -707,8 +709,16 @@ class MemoryService:
             boosts=self._temporal_boosts(ref, text, vector, flt, depth, lists),
         )
         if self.limits.session_weight > 0 and fused:
-            sessions = self.store.sessions_of(ref, [key for key, _, _ in fused])
-            fused = session_aggregate(fused, sessions, weight=self.limits.session_weight)
+            missing = [key for key, _, _ in fused if key not in seen]
+            if missing:
+                found = self.store.sessions_of(ref, missing)
+                seen.update((key, found.get(key)) for key in missing)
+            sessions = {key: seen[key] for key, _, _ in fused}
+            fused = session_aggregate(
+                fused,
+                {key: s for key, s in sessions.items() if s is not None},
+                weight=self.limits.session_weight,
+            )
         return fused
 
     def _feedback_vector(
