@@ -13,7 +13,7 @@ from quipu.core.records import Principal, Role, Source
 from quipu.errors import InvalidInput, LimitExceeded
 from quipu.extraction.deterministic import DeterministicExtractor
 from quipu.jobs.queue import JobQueue, Lease, LeaseLost
-from quipu.jobs.worker import Retryable, Worker
+from quipu.jobs.worker import Periodic, Retryable, Worker
 from quipu.service import Limits, MemoryService
 from quipu.sessions import SessionConfig, SessionService
 
@@ -292,3 +292,23 @@ def test_promo_service_principal_needs_nothing_from_body(make_store, local_embed
     rt.worker.drain()
     assert _promoted(rt, runner)
     rt.close()
+
+
+def test_job_002_periodic_slot_runs_once_per_scheduler(make_store) -> None:  # type: ignore[no-untyped-def]
+    """A finished periodic job is not enqueued again in the same slot (it used to be, at once,
+    so the worker ran the periodic jobs back to back); the next slot enqueues it again."""
+    queue = JobQueue(make_store())
+    runs: list[str] = []
+    worker = Worker(
+        queue,
+        {"tick": lambda lease: runs.append(lease.job.idempotency_key) or {}},
+        periodic=(Periodic("tick", timedelta(minutes=5)),),
+    )
+    start = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    assert worker.schedule(start) == 1
+    assert worker.drain() == 1
+    assert worker.schedule(start + timedelta(seconds=30)) == 0
+    assert worker.drain() == 0
+    assert worker.schedule(start + timedelta(minutes=5)) == 1
+    assert worker.drain() == 1
+    assert len(runs) == 2 and runs[0] != runs[1]

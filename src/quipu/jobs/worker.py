@@ -31,8 +31,9 @@ class Retryable(QuipuError):
 
 @dataclass(frozen=True)
 class Periodic:
-    """Enqueue ``kind`` for ``tenant_id`` every ``every``; the idempotency key is the time slot,
-    so several schedulers (one per worker process) enqueue each slot once."""
+    """Enqueue ``kind`` for ``tenant_id`` every ``every``; the idempotency key is the time slot.
+    A scheduler enqueues each slot once; several schedulers (one per worker process) share a
+    slot's job while it is queued or running."""
 
     kind: str
     every: timedelta
@@ -56,6 +57,7 @@ class Worker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._slots: dict[tuple[str, str], int] = {}  # (tenant, kind) -> last slot enqueued
 
     def schedule(self, now: datetime | None = None) -> int:
         """Enqueue every periodic job whose slot has come; returns how many were new."""
@@ -63,7 +65,14 @@ class Worker:
         created = 0
         for p in self.periodic:
             slot = int(now.timestamp() // p.every.total_seconds())
+            if self._slots.get((p.tenant_id, p.kind)) == slot:
+                # Enqueued already: the queue only deduplicates against queued or running jobs,
+                # so asking again after the job finished would run the slot over and over (it
+                # did: the embedded worker ran the four periodic jobs back to back, a core busy
+                # and every write waiting on their transactions).
+                continue
             _, new = self.queue.enqueue(NewJob(p.tenant_id, p.kind, f"slot:{slot}", max_attempts=1))
+            self._slots[(p.tenant_id, p.kind)] = slot
             created += int(new)
         return created
 
