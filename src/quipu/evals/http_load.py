@@ -4,6 +4,7 @@ from this process by an asyncio load generator over loopback."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import random
 import socket
@@ -89,6 +90,34 @@ async def _drive(
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux /proc; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _measured(pid: int, drive: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``drive()``'s figures plus the CPU the server and this load generator spent per request
+    (two cores are shared by both: a request's latency includes waiting for either)."""
+    server, client = cpu_seconds(pid), time.process_time()
+    result = drive()
+    requests = max(int(result["requests"]), 1)
+    result["server_cpu_ms_per_request"] = round((cpu_seconds(pid) - server) * 1000 / requests, 2)
+    result["client_cpu_ms_per_request"] = round((time.process_time() - client) * 1000 / requests, 2)
+    return result
+
+
+def _recalls(url: str, level: int, requests: int, rng: random.Random) -> dict[str, Any]:
+    return asyncio.run(
+        _drive(
+            url, level, requests, lambda _i: ("/v1/recall", {"query": perf.sentence(rng), "k": 10})
+        )
+    )
+
+
 def run(
     workdir: Path,
     *,
@@ -111,23 +140,19 @@ def run(
         for level in levels:
             progress(f"recall at concurrency {level}")
             recall.append(
-                asyncio.run(
-                    _drive(
-                        url,
-                        level,
-                        requests,
-                        lambda _i: ("/v1/recall", {"query": perf.sentence(rng), "k": 10}),
-                    )
-                )
+                _measured(proc.pid, functools.partial(_recalls, url, level, requests, rng))
             )
         progress("remember at concurrency 8")
-        remember = asyncio.run(
-            _drive(
-                url,
-                8,
-                requests,
-                lambda i: ("/v1/memories", {"text": f"{perf.sentence(rng)} load {i}"}),
-            )
+        remember = _measured(
+            proc.pid,
+            lambda: asyncio.run(
+                _drive(
+                    url,
+                    8,
+                    requests,
+                    lambda i: ("/v1/memories", {"text": f"{perf.sentence(rng)} load {i}"}),
+                )
+            ),
         )
     finally:
         proc.terminate()
