@@ -4,6 +4,7 @@ all in its JSON (load rate, latency in the big scope and in a small tenant, byte
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from quipu.embeddings.local import LocalEmbedder
+from quipu.evals.http_load import cpu_seconds
 from quipu.evals.perf import SentenceVectors, sentence
 from quipu.surfaces.cli.app import app
 
@@ -61,3 +63,11 @@ def test_sentence_vectors_keep_the_neighbourhoods_of_the_text() -> None:
         if t.rsplit(" (#", 1)[0] != texts[0].rsplit(" (#", 1)[0]
     ]
     assert same > 0.8 and same > max(others)
+
+
+def test_bench_http_reads_a_process_cpu_time() -> None:
+    """`bench http` reports server CPU per request from this reading."""
+    before = cpu_seconds(os.getpid())
+    sum(i * i for i in range(200_000))
+    assert cpu_seconds(os.getpid()) >= before > 0
+    assert cpu_seconds(2**22 + 12345) == 0.0  # no such process
