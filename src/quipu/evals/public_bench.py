@@ -42,9 +42,9 @@ import numpy as np
 import numpy.typing as npt
 
 from quipu.embeddings.base import Embedder
-from quipu.errors import QuipuError
 from quipu.evals.baselines import BM25Baseline, DenseBaseline
 from quipu.evals.datasets import load_locomo, load_longmemeval
+from quipu.evals.ingest import IngestStats, ranking_settings, remember_turn
 from quipu.evals.metrics import (
     DEFAULT_KS,
     QuestionResult,
@@ -192,18 +192,6 @@ class System(Protocol):
         ...
 
 
-@dataclass
-class _IngestStats:
-    turns: int = 0
-    memories: int = 0
-    duplicates: int = 0
-    """Turns whose text repeated an earlier turn: ``remember`` returned the existing memory."""
-    quarantined: int = 0
-    """Turns stored as quarantined (injection-like text): not recallable."""
-    refused: dict[str, int] = field(default_factory=dict)
-    """Turns ``remember`` refused, by error code (secret_detected, text_too_long, ...)."""
-
-
 class _SharedTurnVectors(Embedder):
     """The embedder of Quipu's stores, keeping the vectors of the turns a store wrote while
     ``recording``, so the dense baseline indexes those very vectors instead of embedding the
@@ -275,14 +263,13 @@ class _QuipuSystem:
         self._embedder = embedder
         self._workdir = workdir
         self._overrides = dict(overrides)
-        self._stats = _IngestStats()
+        self._stats = IngestStats()
         self._settings: dict[str, Any] = {}
         self._opened = 0
         self._timings: dict[str, list[float]] = {}
 
     def index(self, haystack: Haystack, advance: Callable[[int], None]) -> Ranker:
         import quipu
-        from quipu.core.records import Status
 
         self._opened += 1
         path = self._workdir / f"haystack-{self._opened}.db"
@@ -293,47 +280,24 @@ class _QuipuSystem:
             **self._overrides,
         )
         if not self._settings:
-            limits = mem.service.limits
-            self._settings = {
-                name: getattr(limits, name)
-                for name in (
-                    "fusion",
-                    "candidate_depth",
-                    "weight_vector",
-                    "weight_text",
-                    "temporal_boost",
-                    "session_weight",
-                    "feedback_weight",
-                    "rrf_k",
-                    "max_k",
-                )
-            }
+            self._settings = ranking_settings(mem.service.limits)
         stats = self._stats
         turns_of: dict[str, list[str]] = {}
         self._embedder.turns.clear()
         self._embedder.recording = True
         try:
             for turn in haystack.turns:
-                stats.turns += 1
-                try:
-                    written = mem.remember_result(
-                        turn.text,
-                        scope=SCOPE,
-                        observed_at=turn.observed_at,
-                        session_id=turn.session,
-                        metadata={"turn_id": turn.turn_id, "session": turn.session},
-                    )
-                except QuipuError as error:
-                    stats.refused[error.code] = stats.refused.get(error.code, 0) + 1
-                else:
-                    memory = written.memory
-                    turns_of.setdefault(memory.id, []).append(turn.turn_id)
-                    if not written.created:
-                        stats.duplicates += 1
-                    else:
-                        stats.memories += 1
-                        if memory.status is Status.QUARANTINED:
-                            stats.quarantined += 1
+                remember_turn(
+                    mem,
+                    stats,
+                    turns_of,
+                    turn.turn_id,
+                    turn.text,
+                    scope=SCOPE,
+                    observed_at=turn.observed_at,
+                    session_id=turn.session,
+                    metadata={"turn_id": turn.turn_id, "session": turn.session},
+                )
                 advance(1)
         except BaseException:
             mem.close()

@@ -37,16 +37,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from quipu.client import Quipu
-from quipu.core.records import Status
 from quipu.embeddings.base import Embedder
-from quipu.errors import QuipuError
 from quipu.evals.datasets import DatasetFormatError
+from quipu.evals.ingest import IngestStats, ranking_settings, remember_turn
 from quipu.evals.metrics import mrr, precision_at_k, recall_at_k
 from quipu.evals.public_bench import Progress
 from quipu.evals.synthetic import (
@@ -237,18 +236,6 @@ def score_rankings(
 # --------------------------------------------------------------------------------------
 
 
-@dataclass
-class IngestStats:
-    turns: int = 0
-    memories: int = 0
-    duplicates: int = 0
-    """Turns whose text repeated an earlier turn: ``remember`` returned the existing memory."""
-    quarantined: int = 0
-    """Turns stored quarantined (injection-like text): never returned by recall."""
-    refused: dict[str, int] = field(default_factory=dict)
-    """Turns ``remember`` refused, by error code."""
-
-
 @dataclass(frozen=True)
 class RetrievalReport:
     k: int
@@ -296,27 +283,18 @@ def _ingest(mem: Quipu, conversation: ChatConversation, stats: IngestStats) -> d
     """Write every turn with ``remember``; returns memory id -> the turn ids that wrote it."""
     turns_of: dict[str, list[str]] = {}
     for session, turn in conversation.turns():
-        stats.turns += 1
-        try:
-            written = mem.remember_result(
-                turn.indexed_text,
-                scope=SCOPE,
-                observed_at=turn.observed_at,
-                valid_at=turn.observed_at,
-                session_id=session.session_id,
-                metadata={"turn_id": turn.turn_id, "session": session.session_id},
-            )
-        except QuipuError as error:
-            stats.refused[error.code] = stats.refused.get(error.code, 0) + 1
-            continue
-        memory = written.memory
-        turns_of.setdefault(memory.id, []).append(turn.turn_id)
-        if not written.created:
-            stats.duplicates += 1
-        else:
-            stats.memories += 1
-            if memory.status is Status.QUARANTINED:
-                stats.quarantined += 1
+        remember_turn(
+            mem,
+            stats,
+            turns_of,
+            turn.turn_id,
+            turn.indexed_text,
+            scope=SCOPE,
+            observed_at=turn.observed_at,
+            valid_at=turn.observed_at,
+            session_id=session.session_id,
+            metadata={"turn_id": turn.turn_id, "session": session.session_id},
+        )
     return turns_of
 
 
@@ -332,12 +310,6 @@ def _searcher(mem: Quipu, turns_of: Mapping[str, list[str]], k: int) -> Search:
         return ranked[:k]
 
     return search
-
-
-def _settings(mem: Quipu) -> dict[str, Any]:
-    limits = mem.service.limits
-    names = ("fusion", "candidate_depth", "weight_vector", "weight_text", "temporal_boost")
-    return {name: getattr(limits, name) for name in (*names, "rrf_k")}
 
 
 def _queries_by_conversation(
@@ -396,7 +368,7 @@ def run_retrieval_eval(
             worker_embedded=False,
         )
         with opened as mem:
-            settings = settings or _settings(mem)
+            settings = settings or ranking_settings(mem.service.limits)
             started = time.perf_counter()
             turns_of = _ingest(mem, conversation, stats)
             ingest_s += time.perf_counter() - started
