@@ -17,7 +17,6 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
-    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -29,6 +28,7 @@ import quipu
 from quipu.composition import load_settings
 from quipu.errors import ConfigurationError
 from quipu.evals import perf, public_bench
+from quipu.surfaces.cli.options import Bars
 
 app = typer.Typer(help="Benchmarks; each writes its results as JSON.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -270,20 +270,6 @@ def _parse_overrides(items: list[str] | None) -> dict[str, str]:
     return overrides
 
 
-class _Bars:
-    """rich progress bars, one per (system, stage)."""
-
-    def __init__(self, progress: Progress) -> None:
-        self._progress = progress
-        self._tasks: dict[str, TaskID] = {}
-
-    def start(self, stage: str, total: int) -> None:
-        self._tasks[stage] = self._progress.add_task(stage, total=total)
-
-    def advance(self, stage: str, amount: int) -> None:
-        self._progress.advance(self._tasks[stage], amount)
-
-
 def _public(
     name: str,
     path: Path,
@@ -319,7 +305,7 @@ def _public(
                 haystacks,
                 systems,
                 depth=depth,
-                progress=_Bars(bars),
+                progress=Bars(bars),
                 details=details,
                 latency_k=latency_k,
             )

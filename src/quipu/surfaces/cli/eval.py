@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Column, Table
 
 from quipu.evals import synthetic
@@ -19,7 +19,7 @@ from quipu.evals.datasets import DatasetFormatError
 from quipu.evals.promotion import SPLITS, PromotionReport, evaluate, load_promotion_dataset
 from quipu.evals.retrieval_eval import DEFAULT_K, RetrievalReport, TierScore, run_retrieval_eval
 from quipu.extraction import DeterministicExtractor, Extractor, ModelExtractor
-from quipu.surfaces.cli.options import fail
+from quipu.surfaces.cli.options import Bars, fail
 
 app = typer.Typer(help="Quality evaluations (they measure, never gate).", no_args_is_help=True)
 console = Console()
@@ -203,20 +203,6 @@ def generate(
         console.print(f"wrote {path}")
 
 
-class _Bars:
-    """rich progress bars for the runner's stages (ingest, recall)."""
-
-    def __init__(self, progress: Progress) -> None:
-        self._progress = progress
-        self._tasks: dict[str, TaskID] = {}
-
-    def start(self, stage: str, total: int) -> None:
-        self._tasks[stage] = self._progress.add_task(stage, total=total)
-
-    def advance(self, stage: str, amount: int) -> None:
-        self._progress.advance(self._tasks[stage], amount)
-
-
 def _retrieval_table(report: RetrievalReport) -> Table:
     """Tiers, each tier's variants indented below it, then overall. ``violated`` is the
     share of the row's queries that have must-not-rank-above turns (all of them in the
@@ -257,7 +243,7 @@ def _run_retrieval(data: Path, db: Path, k: int, details: bool) -> RetrievalRepo
     columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn())
     try:
         with Progress(*columns, console=console, transient=True) as bars:
-            return run_retrieval_eval(data, db, k=k, progress=_Bars(bars), details=details)
+            return run_retrieval_eval(data, db, k=k, progress=Bars(bars), details=details)
     except FileExistsError as error:
         raise typer.BadParameter(str(error), param_hint="--db") from None
     except DatasetFormatError as error:

@@ -1,5 +1,5 @@
-"""What every command that opens a store shares: its options, settings loading, and how an
-error ends the command (the stable code on stderr, a non-zero exit)."""
+"""What commands share: the options of a command that opens a store, settings loading, how
+an error ends the command (the stable code on stderr, a non-zero exit), and progress bars."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.progress import Progress, TaskID
 
 from quipu.composition import load_settings
 from quipu.errors import ConfigurationError, QuipuError
@@ -39,3 +40,18 @@ def settings_or_exit(db: str | None, config: Path | None, **overrides: Any) -> S
         return load_settings({"database": db, **overrides}, config_file=config)
     except ConfigurationError as exc:
         fail(exc, 2)
+
+
+class Bars:
+    """rich progress bars, one per named stage (``start`` then ``advance``): the progress
+    callback the benchmark and eval runners take."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+
+    def start(self, stage: str, total: int) -> None:
+        self._tasks[stage] = self._progress.add_task(stage, total=total)
+
+    def advance(self, stage: str, amount: int) -> None:
+        self._progress.advance(self._tasks[stage], amount)
