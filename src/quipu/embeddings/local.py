@@ -87,26 +87,26 @@ class LocalEmbedder(Embedder):
         self._get_runtime()
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, query=False)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        vector: npt.NDArray[np.float32] = self._embed([text], query=True)[0]
+        return vector
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> Vectors:
         items = check_texts(texts)
         if not items:
             return np.empty((0, DIMENSION), dtype=np.float32)
         runtime = self._get_runtime()
+        session = runtime.query_session if query else runtime.session
         encodings = runtime.tokenizer.encode_batch(items, add_special_tokens=True)
         # Shortest first, so each batch holds texts of similar length and pads little.
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
         pooled = np.empty((len(items), DIMENSION), dtype=np.float32)
         for start in range(0, len(order), self._batch_size):
             rows = order[start : start + self._batch_size]
-            pooled[rows] = self._run(runtime.session, runtime, [encodings[i] for i in rows])
+            pooled[rows] = self._run(session, runtime, [encodings[i] for i in rows])
         return normalise_rows(pooled, count=len(items), dimension=DIMENSION)
-
-    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        items = check_texts([text])
-        runtime = self._get_runtime()
-        encodings = runtime.tokenizer.encode_batch(items, add_special_tokens=True)
-        pooled = self._run(runtime.query_session, runtime, encodings)
-        vector: npt.NDArray[np.float32] = normalise_rows(pooled, count=1, dimension=DIMENSION)[0]
-        return vector
 
     def _run(self, session: Any, runtime: _Runtime, encodings: list[Encoding]) -> Vectors:
         """Mean-pooled (not yet normalised) vectors for one batch."""
