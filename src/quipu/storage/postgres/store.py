@@ -320,21 +320,27 @@ class PostgresStore(ControlTables, WorkTables):
         quota: int,
     ) -> WriteResult:
         """One round trip on the common path: lock the scope row, then a single statement that
-        writes the version only if no live duplicate exists and the owner is under quota."""
+        writes the version only if no live duplicate exists and the owner is under quota (one
+        more for a memory written in a session: its context keys)."""
         number = self._tenant_number(ref.tenant_id)
         live = memory.status in LIVE
-        context: list[str] = []
-        if memory.provenance.session_id is not None:
-            with self._conn() as conn:
-                context = _context_terms(conn, ref, memory)
-        params = self._write_params(
-            number, memory, vector, embedding_key, memory.invalid_at, int(live), 1, context
-        )
-        params.update(live=live, live_statuses=_LIVE, quota=quota)
         for _ in range(3):
             with self._conn() as conn:
                 with conn.pipeline(), conn.transaction():
                     _lock_scope(conn, ref)
+                    # under the scope lock, as on SQLite: the session's previous memory is the
+                    # one the key order says (a memory with a session costs one round trip more)
+                    params = self._write_params(
+                        number,
+                        memory,
+                        vector,
+                        embedding_key,
+                        memory.invalid_at,
+                        int(live),
+                        1,
+                        _context_terms(conn, ref, memory),
+                    )
+                    params.update(live=live, live_statuses=_LIVE, quota=quota)
                     cur = conn.execute(INSERT_SQL, params)
                 if cur.fetchone() is not None:
                     return WriteResult(memory, created=True)
