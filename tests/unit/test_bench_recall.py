@@ -34,6 +34,8 @@ def test_bench_recall_reports_the_store_and_a_small_background_tenant(tmp_path: 
             "200",
             "--background-tenants",
             "4",
+            "--set",
+            "feedback_weight=0",
             "--out",
             str(out),
         ],
@@ -46,6 +48,7 @@ def test_bench_recall_reports_the_store_and_a_small_background_tenant(tmp_path: 
     assert body["background_scope"]["latency_ms"]["p50"] > 0
     assert body["underfilled_pages"] == 0 and body["background_scope"]["underfilled_pages"] == 0
     assert body["load_rows_per_s"] > 0 and body["bytes_per_row"] > 0
+    assert body["overrides"] == {"feedback_weight": "0"}
 
 
 def test_sentence_vectors_keep_the_neighbourhoods_of_the_text() -> None:

@@ -101,6 +101,16 @@ def ingest(
     )
 
 
+SettingOverrides = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override a setting of Quipu's stores, NAME=VALUE (repeatable); default: the "
+        "shipped defaults.",
+    ),
+]
+
+
 @app.command()
 def recall(
     n: Annotated[int, typer.Option("-n", help="Rows in the file.")] = 100_000,
@@ -117,16 +127,18 @@ def recall(
     background_tenants: Annotated[
         int, typer.Option(min=0, help="Tenants the background rows are spread over.")
     ] = 1000,
+    overrides: SettingOverrides = None,
     out: Out = None,
 ) -> None:
     """Recall latency in one scope of an N-row store (p50/p95/p99, first recall after restart,
     resident memory, bytes on disk per row); with --background, also in one small tenant of
     a store that holds many."""
+    settings: dict[str, Any] = dict(_parse_overrides(overrides))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         target: str | Path = database or path
         result = perf.recall_latency(
-            lambda: quipu.open(target, worker_embedded=False),
+            lambda: quipu.open(target, worker_embedded=False, **settings),
             n,
             owners=owners,
             queries=queries,
@@ -135,7 +147,7 @@ def recall(
             warmup=warmup,
             progress=console.log,
         )
-    _emit("recall", result, out)
+    _emit("recall", {**result, "overrides": settings}, out)
 
 
 # --------------------------------------------------------------------------------------
@@ -164,14 +176,6 @@ Baselines = Annotated[
 Depth = Annotated[int, typer.Option("--depth", min=10, max=1000, help="Turns ranked per question.")]
 Details = Annotated[
     bool, typer.Option("--details", help="Add each question's top-10 sessions/turns to the JSON.")
-]
-SettingOverrides = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        help="Override a setting of Quipu's stores, NAME=VALUE (repeatable); default: the "
-        "shipped defaults.",
-    ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the JSON instead of the tables.")]
 LatencyK = Annotated[
