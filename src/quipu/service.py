@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -399,15 +399,15 @@ class MemoryService:
         top_semantic = lists.get("semantic", [])[:1]
         mark = time.perf_counter()
         exact = self.store.exact_candidates(ref, fold(text), content_hash(text))
-        seen: dict[int, str | None] = {}  # session ids looked up, kept for the second pass
-        fused = self._fuse(ref, text, vector, flt, depth, lists, seen)
+        cache = _RecallCache()  # what the first pass looked up, for the feedback pass
+        fused = self._fuse(ref, text, vector, flt, depth, lists, cache)
         timings["fuse_ms"] = _ms(mark)
         if vector is not None and self.limits.feedback_weight > 0 and self.limits.fusion != "rrf":
             mark = time.perf_counter()
             second = self._feedback_vector(ref, vector, fused)
             if second is not None:
                 lists["semantic"], _ = self.store.vector_candidates(ref, second, flt, depth)
-                fused = self._fuse(ref, text, second, flt, depth, lists, seen)
+                fused = self._fuse(ref, text, second, flt, depth, lists, cache)
             timings["feedback_ms"] = _ms(mark)
         mark = time.perf_counter()
         hits = self._shape(exact, fused, flt, size)
@@ -691,10 +691,10 @@ class MemoryService:
         flt: Filters,
         depth: int,
         lists: dict[str, list[Candidate]],
-        seen: dict[int, str | None],
+        cache: _RecallCache,
     ) -> list[tuple[int, float, tuple[str, ...]]]:
         """One ranking of the candidate lists: by rank (``rrf``) or by score, with the temporal
-        boost and the session aggregate (``seen``: session ids already looked up)."""
+        boost and the session aggregate."""
         if self.limits.fusion == "rrf":
             return rrf(
                 lists,
@@ -706,9 +706,10 @@ class MemoryService:
             lists["text"],
             weight_vector=self.limits.weight_vector,
             weight_text=self.limits.weight_text,
-            boosts=self._temporal_boosts(ref, text, vector, flt, depth, lists),
+            boosts=self._temporal_boosts(ref, text, vector, flt, depth, lists, cache),
         )
         if self.limits.session_weight > 0 and fused:
+            seen = cache.sessions
             missing = [key for key, _, _ in fused if key not in seen]
             if missing:
                 found = self.store.sessions_of(ref, missing)
@@ -745,16 +746,19 @@ class MemoryService:
         flt: Filters,
         depth: int,
         lists: dict[str, list[Candidate]],
+        cache: _RecallCache,
     ) -> dict[int, float]:
         """``temporal_boost`` for the candidates observed within a date the query names."""
         boost = self.limits.temporal_boost
         pool = {c.key for candidates in lists.values() for c in candidates}
         boosts: dict[int, float] = {}
-        for window in query_windows(text) if boost > 0 else []:
+        for at, window in enumerate(query_windows(text) if boost > 0 else []):
             narrowed = window_filters(flt, window)
             if narrowed is None:
                 continue
-            inside, _ = self.store.text_candidates(ref, text, narrowed, depth)
+            if at not in cache.keyword_inside:  # the same in both passes: searched once
+                cache.keyword_inside[at] = self.store.text_candidates(ref, text, narrowed, depth)[0]
+            inside = list(cache.keyword_inside[at])
             if vector is not None:
                 inside += self.store.vector_candidates(ref, vector, narrowed, depth)[0]
             boosts.update((c.key, boost) for c in inside if c.key in pool)
@@ -878,6 +882,16 @@ def _reason(value: object) -> str | None:
 
 def _not_found(memory_id: str) -> NotFound:
     return NotFound(f"no memory {memory_id}", details={"id": memory_id})
+
+
+@dataclass
+class _RecallCache:
+    """Lookups of one recall that its feedback pass would otherwise repeat."""
+
+    sessions: dict[int, str | None] = field(default_factory=dict)
+    """Session id of each candidate looked up (None: written outside a session)."""
+    keyword_inside: dict[int, list[Candidate]] = field(default_factory=dict)
+    """Keyword candidates inside each date window the query names, by window."""
 
 
 def _ms(since: float) -> float:
