@@ -617,3 +617,14 @@ def test_recall_memory_is_found_by_the_words_of_the_one_before_it_in_its_session
         "Do you still go to the climbing gym?",
         "Yes, three times a week with my sister",
     ]
+
+
+def test_recall_boosts_memories_observed_in_a_date_the_query_names(
+    service: MemoryService, alice: Principal
+) -> None:
+    """The temporal boost holds through both passes of recall (first and feedback)."""
+    service.remember(alice, "we ate sushi downtown", observed_at="2023-08-02T12:00:00Z")
+    service.remember(alice, "we had ramen near the station", observed_at="2023-05-09T12:00:00Z")
+    hits = service.recall(alice, "what did we eat downtown on 9 May 2023?", k=2).results
+    assert hits[0].memory.text == "we had ramen near the station"
+    assert "time" in hits[0].matched and "time" not in hits[1].matched
