@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -43,7 +42,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 def test_local_embedder_is_an_embedder_pinned_to_this_build() -> None:
     local = LocalEmbedder()
     assert isinstance(local, Embedder)
-    assert local.model_id == MODEL_ID == "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
+    assert local.model_id == MODEL_ID == "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-dynamic"
     assert local.dimension == DIMENSION == 384
 
 
@@ -56,10 +55,11 @@ def test_similar_sentences_score_higher_than_unrelated(embedder: LocalEmbedder) 
 
 def test_similarities_match_the_fp32_reference_model(embedder: LocalEmbedder) -> None:
     # Reference values from the original fp32 all-MiniLM-L6-v2 weights (mean pooling, L2
-    # normalised); a wrong tokenizer, pooling or input feed moves them far past 0.005.
+    # normalised). Int8 weights and 8-bit activations move them by up to ~0.015; a wrong
+    # tokenizer, pooling or input feed moves them far past 0.02.
     window, paraphrase, stocks = embedder.embed_batch([DANA_WINDOW, DANA_PARAPHRASE, STOCKS])
-    assert float(window @ paraphrase) == pytest.approx(0.8469, abs=0.005)
-    assert float(window @ stocks) == pytest.approx(-0.0612, abs=0.005)
+    assert float(window @ paraphrase) == pytest.approx(0.8469, abs=0.02)
+    assert float(window @ stocks) == pytest.approx(-0.0612, abs=0.02)
 
 
 def test_output_shape_dtype_and_unit_norms(embedder: LocalEmbedder) -> None:
@@ -77,12 +77,13 @@ def test_embed_one_returns_one_unit_vector(embedder: LocalEmbedder) -> None:
     assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-5)
 
 
-def test_order_is_preserved_across_sorted_batches() -> None:
-    # batch_size=2 forces several batches over texts that sorting by length reorders.
-    small_batches = LocalEmbedder(batch_size=2)
-    together = small_batches.embed_batch(MIXED_LENGTHS)
+def test_a_texts_vector_does_not_depend_on_its_batch(embedder: LocalEmbedder) -> None:
+    # Activations are quantized per tensor: a batch would leak its neighbours' (and its
+    # padding's) range into each text's vector. Texts run one at a time, so they do not.
+    together = embedder.embed_batch(MIXED_LENGTHS)
     for row, text in enumerate(MIXED_LENGTHS):
-        np.testing.assert_allclose(together[row], small_batches.embed_one(text), atol=1e-5)
+        np.testing.assert_array_equal(together[row], embedder.embed_one(text))
+        np.testing.assert_array_equal(together[row], embedder.embed_batch([text, STOCKS])[0])
     # Distinct texts must land on distinct rows: no row is a copy of another.
     similarity = together @ together.T
     np.fill_diagonal(similarity, 0.0)
@@ -199,13 +200,14 @@ def test_a_bare_string_is_refused(embedder: LocalEmbedder) -> None:
         embedder.embed_batch(["fine", 7])  # type: ignore[list-item]
 
 
-@pytest.mark.parametrize("arguments", [{"threads": 0}, {"batch_size": 0}])
-def test_invalid_constructor_arguments_are_refused(arguments: dict[str, Any]) -> None:
+def test_invalid_constructor_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="must be at least 1"):
-        LocalEmbedder(**arguments)
+        LocalEmbedder(threads=0)
 
 
 def test_query_embedding_matches_the_write_path(embedder: LocalEmbedder) -> None:
     """Queries run on a second session (no spin-waiting) of the same model: same vectors."""
     for text in MIXED_LENGTHS:
-        assert np.allclose(embedder.embed_query(text), embedder.embed_batch([text])[0], atol=1e-5)
+        np.testing.assert_allclose(
+            embedder.embed_query(text), embedder.embed_batch([text])[0], atol=1e-5
+        )

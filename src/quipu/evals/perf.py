@@ -265,14 +265,18 @@ def _timed_recalls(
     latencies = []
     underfilled = 0
     paths: set[str] = set()
+    stages: dict[str, list[float]] = {}
     for q in questions:
         t = time.perf_counter()
         result = mem.service.recall(principal, q, scope="agent", k=10)
         latencies.append((time.perf_counter() - t) * 1000)
         underfilled += int(result.meta["underfilled"])
         paths.add(result.meta["paths"].get("semantic", "none"))
+        for stage, ms in result.meta["timings"].items():
+            stages.setdefault(stage, []).append(ms)
     return {
         "latency_ms": percentiles(latencies),
+        "stage_p50_ms": {stage: percentiles(ms)["p50"] for stage, ms in sorted(stages.items())},
         "underfilled_pages": underfilled,
         "vector_paths": sorted(paths),
     }
