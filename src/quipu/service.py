@@ -43,7 +43,7 @@ from quipu.retrieval.fusion import rrf, score_fusion, session_aggregate
 from quipu.retrieval.temporal import query_windows, window_filters
 from quipu.safety import find_secrets, looks_like_injection, secret_error
 from quipu.settings import Settings
-from quipu.storage.base import EmbeddingPin, Store, Vector
+from quipu.storage.base import EmbeddingPin, SearchInfo, Store, Vector
 
 #: Cosine similarity above which a near-identical memory "probably" exists (RECALL-7).
 PROBABLE_DUPLICATE = 0.92
@@ -388,25 +388,28 @@ class MemoryService:
 
         lists: dict[str, list[Candidate]] = {}
         paths: dict[str, str] = {}
+        cache = _RecallCache()  # what the first pass looked up, for the feedback pass
         mark = time.perf_counter()
         if vector is not None:
             lists["semantic"], info = self.store.vector_candidates(ref, vector, flt, depth)
             paths["semantic"] = info.path
+            cache.learn(info)
         timings["vector_ms"] = _ms(mark)
         (lists["text"], info), timings["text_ms"] = keyword.result()
         paths["text"] = info.path
+        cache.learn(info)
 
         top_semantic = lists.get("semantic", [])[:1]
         mark = time.perf_counter()
         exact = self.store.exact_candidates(ref, fold(text), content_hash(text))
-        cache = _RecallCache()  # what the first pass looked up, for the feedback pass
         fused = self._fuse(ref, text, vector, flt, depth, lists, cache)
         timings["fuse_ms"] = _ms(mark)
         if vector is not None and self.limits.feedback_weight > 0 and self.limits.fusion != "rrf":
             mark = time.perf_counter()
             second = self._feedback_vector(ref, vector, fused)
             if second is not None:
-                lists["semantic"], _ = self.store.vector_candidates(ref, second, flt, depth)
+                lists["semantic"], info = self.store.vector_candidates(ref, second, flt, depth)
+                cache.learn(info)
                 fused = self._fuse(ref, text, second, flt, depth, lists, cache)
             timings["feedback_ms"] = _ms(mark)
         mark = time.perf_counter()
@@ -892,6 +895,11 @@ class _RecallCache:
     """Session id of each candidate looked up (None: written outside a session)."""
     keyword_inside: dict[int, list[Candidate]] = field(default_factory=dict)
     """Keyword candidates inside each date window the query names, by window."""
+
+    def learn(self, info: SearchInfo) -> None:
+        """Keep the sessions a search read with its rows (no ``sessions_of`` for those)."""
+        if info.sessions:
+            self.sessions.update(info.sessions)
 
 
 def _ms(since: float) -> float:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from quipu.core.query import Filters
-from quipu.core.records import Principal, Role, Status
+from quipu.core.records import Principal, Role, ScopeRef, Status
 from quipu.core.scopes import resolve_scope
 from quipu.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound
 from quipu.service import Limits, MemoryService
@@ -590,6 +591,41 @@ def test_recall_reads_sessions_and_vectors_of_its_own_scope_only(
     hits = service.recall(alice, "packed the tent", k=5)
     assert hits.results[0].memory.text == "packed the tent for the trip"
     assert "feedback_ms" in hits.meta["timings"]
+
+
+def test_sessions_a_search_reports_are_the_rows_own(
+    service: MemoryService, alice: Principal
+) -> None:
+    """A backend that reads each candidate's session with the row (SearchInfo.sessions) must
+    report what sessions_of would, including "no session"; recall then skips sessions_of."""
+    service.remember(alice, "packed the tent for the trip", session_id="s-1")
+    service.remember(alice, "a tent note with no session")
+    service.remember(alice, "the tent poles were bent", session_id="s-2")
+    ref = resolve_scope(alice, "agent")
+    text, text_info = service.store.text_candidates(ref, "tent", Filters(), 10)
+    assert service.embedder is not None
+    vector = service.embedder.embed_query("tent")
+    near, near_info = service.store.vector_candidates(ref, vector, Filters(), 10)
+    keys = [c.key for c in text]
+    assert len(keys) == 3 and {c.key for c in near} == set(keys)
+    expected = {key: service.store.sessions_of(ref, [key]).get(key) for key in keys}
+    assert sorted(s for s in expected.values() if s) == ["s-1", "s-2"]
+    for info in (text_info, near_info):
+        if info.sessions is not None:  # optional: SQLite answers sessions_of from memory
+            assert dict(info.sessions) == expected
+
+    asked: list[int] = []
+    original = service.store.sessions_of
+
+    def counting(scope_ref: ScopeRef, wanted: Sequence[int]) -> dict[int, str]:
+        asked.extend(wanted)
+        return original(scope_ref, wanted)
+
+    service.store.sessions_of = counting  # type: ignore[method-assign]
+    hits = service.recall(alice, "tent", k=5)
+    assert {h.memory.text for h in hits.results} >= {"packed the tent for the trip"}
+    if text_info.sessions is not None and near_info.sessions is not None:
+        assert asked == []  # every candidate's session came with its row
 
 
 def test_recall_memory_is_found_by_the_words_of_the_one_before_it_in_its_session(

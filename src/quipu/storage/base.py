@@ -7,7 +7,7 @@ driver row crosses it. Each method is atomic. Capabilities a backend lacks are d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -47,6 +47,9 @@ class SearchInfo:
 
     path: str
     scanned: int
+    sessions: Mapping[int, str | None] | None = None
+    """The session of each returned key (``None``: it has none), when the backend read it
+    with the row; ``None`` when it did not (recall then asks :meth:`Store.sessions_of`)."""
 
 
 class Store(Protocol):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +72,22 @@ class SearchPlan:
     #: Full text: score every match while the query terms match at most this many rows...
     text_exact_matches: int = 2_000
     #: ...else only the rows of the rarest terms, up to this many matches (MaxScore, above).
-    text_budget: int = 500
+    text_budget: int = 250
+
+
+#: Candidates and the session each was written in (``None``: no session), read with the row so
+#: recall's session aggregate needs no second round trip.
+Found = tuple[list[Candidate], dict[int, str | None]]
+
+#: The session column of a memory row (``m``) in a select list.
+SESSION = "m.provenance->>'session_id'"
+
+
+def _found(rows: Sequence[Any], *, sign: float) -> Found:
+    """(key, score or distance, session) rows as :data:`Found`; ``sign`` -1 turns pgvector's
+    negative inner product into a similarity."""
+    candidates = [Candidate(int(r[0]), sign * float(r[1])) for r in rows]
+    return candidates, {int(r[0]): (None if r[2] is None else str(r[2])) for r in rows}
 
 
 def ann_index_name(ref: ScopeRef, pin: EmbeddingPin) -> str:
@@ -106,17 +122,17 @@ def exact_knn(
     filters: Filters,
     limit: int,
     pin: EmbeddingPin,
-) -> list[Candidate]:
+) -> Found:
     """Exact top ``limit`` by inner product over the scope's rows (btree, no vector index)."""
     params: dict[str, Any] = {"q": vector, "model": pin.model_id, "limit": limit}
     where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
     rows = conn.execute(
-        "SELECT m.key, m.vector <#> %(q)b AS d FROM memory_versions m"
+        f"SELECT m.key, m.vector <#> %(q)b AS d, {SESSION} FROM memory_versions m"
         f" WHERE {where} AND m.embedding_model = %(model)s AND m.vector IS NOT NULL"
         " ORDER BY (m.vector <#> %(q)b) + 0, m.key LIMIT %(limit)s",
         params,
     ).fetchall()
-    return [Candidate(int(r[0]), -float(r[1])) for r in rows]
+    return _found(rows, sign=-1.0)
 
 
 def ann_knn(
@@ -127,7 +143,7 @@ def ann_knn(
     limit: int,
     pin: EmbeddingPin,
     plan: SearchPlan,
-) -> list[Candidate]:
+) -> Found:
     """The scope's own HNSW index (iterative scan), over-fetched and exactly re-ranked."""
     fetch = max(limit * plan.overfetch, plan.min_fetch)
     params: dict[str, Any] = {
@@ -149,15 +165,15 @@ def ann_knn(
             prepare=False,
         )
         rows = conn.execute(
-            "SELECT key, d FROM ("
-            f" SELECT m.key, {cast} <#> %(q)b AS d FROM memory_versions m"
+            "SELECT key, d, session FROM ("
+            f" SELECT m.key, {cast} <#> %(q)b AS d, {SESSION} AS session FROM memory_versions m"
             f" WHERE {where} AND m.is_current AND m.embedding_model = %(model)s"
             f" ORDER BY {cast} <#> %(q)b LIMIT %(fetch)s"
             ") ann ORDER BY d, key LIMIT %(limit)s",
             params,
             prepare=False,
         ).fetchall()
-    return [Candidate(int(r[0]), -float(r[1])) for r in rows]
+    return _found(rows, sign=-1.0)
 
 
 def bm25(
@@ -167,8 +183,9 @@ def bm25(
     filters: Filters,
     limit: int,
     plan: SearchPlan,
-) -> tuple[list[Candidate], str, int]:
-    """Top ``limit`` rows passing ``filters`` by BM25: (candidates, path, rows matched).
+) -> tuple[Found, str, int]:
+    """Top ``limit`` rows passing ``filters`` by BM25: ((candidates, their sessions), path, rows
+    matched).
 
     Exact while the query terms match at most ``plan.text_exact_matches`` rows in the scope.
     Beyond, the candidates are every row holding one of the rarest terms (up to
@@ -179,7 +196,7 @@ def bm25(
     """
     lexemes = query_lexemes(query)
     if not lexemes or limit <= 0:
-        return [], "bm25-tsvector", 0
+        return ([], {}), "bm25-tsvector", 0
     rows = conn.execute(
         "SELECT s.version_count, s.term_total, s.terms_tracked, t.lexeme, t.df"
         " FROM scope_state s LEFT JOIN scope_terms t ON s.terms_tracked"
@@ -188,13 +205,13 @@ def bm25(
         (lexemes, ref.tenant_id, ref.scope.value, ref.owner),
     ).fetchall()
     if not rows:
-        return [], "bm25-tsvector", 0
+        return ([], {}), "bm25-tsvector", 0
     if rows[0][2]:
         dfs = {str(r[3]): int(r[4]) for r in rows if r[3] is not None and r[4] > 0}
     else:
         dfs = count_terms(conn, ref, lexemes)
     if not dfs:
-        return [], "bm25-tsvector", 0
+        return ([], {}), "bm25-tsvector", 0
     n, total_terms = int(rows[0][0]), int(rows[0][1])
     avgdl = total_terms / n if total_terms > 0 else 1.0
     terms = sorted(dfs, key=lambda t: (dfs[t], t))  # rarest first
@@ -235,26 +252,27 @@ def bm25(
         candidates = f"m.tenant_id = %(t)s AND m.key IN ({recent})"
     found = conn.execute(
         "SELECT m.key, sum(q.idf * u.tf * (%(k1)s + 1) / (u.tf + %(k1)s"
-        " * (1 - %(b)s + %(b)s * m.term_count / %(avgdl)s))) AS score"
+        f" * (1 - %(b)s + %(b)s * m.term_count / %(avgdl)s))) AS score, {SESSION}"
         " FROM memory_versions m CROSS JOIN LATERAL ("
         "  SELECT lexeme, cardinality(positions) AS tf"
         "  FROM unnest(ts_filter(setweight(m.terms, 'A', %(lex)s), '{a}'))) AS u"
         " JOIN unnest(%(lex)s::text[], %(idf)s::float8[]) AS q(lexeme, idf) USING (lexeme)"
         f" WHERE {candidates}"
-        " GROUP BY m.key ORDER BY score DESC, m.key LIMIT %(limit)s",
+        f" GROUP BY m.key, {SESSION} ORDER BY score DESC, m.key LIMIT %(limit)s",
         params,
         prepare=False,
     ).fetchall()
-    out = [Candidate(int(r[0]), float(r[1])) for r in found]
+    result = _found(found, sign=1.0)
+    out = result[0]
     if exact:
-        return out, "bm25-tsvector", sum(dfs.values())
+        return result, "bm25-tsvector", sum(dfs.values())
     # Rows left out hold none of the rare terms, so they score below the sum of the other
     # terms' upper bounds; if that is under the k-th score, the page is exact (MaxScore).
     left_out = sum(idf[t] * (K1 + 1) for t in terms if t not in rare)
     matched = sum(dfs[t] for t in rare) + plan.text_budget
     if len(out) == limit and left_out < out[-1].score:
-        return out, "bm25-tsvector+maxscore", matched
-    return out, "bm25-tsvector:bounded", matched
+        return result, "bm25-tsvector+maxscore", matched
+    return result, "bm25-tsvector:bounded", matched
 
 
 def count_terms(conn: psycopg.Connection[Any], ref: ScopeRef, lexemes: list[str]) -> dict[str, int]:

@@ -594,26 +594,23 @@ class PostgresStore(ControlTables, WorkTables):
             if size == 0:
                 return [], SearchInfo("exact-btree", 0)
             if filters.as_of is not None or size <= self.plan.exact_limit:
-                return exact_knn(conn, ref, query, filters, limit, pin), SearchInfo(
-                    "exact-btree", size
-                )
+                found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
+                return found, SearchInfo("exact-btree", size, sessions)
             if not self._ann_ready(ref, pin):
-                return exact_knn(conn, ref, query, filters, limit, pin), SearchInfo(
-                    "exact-btree:ann-index-pending", size
-                )
-            found = ann_knn(conn, ref, query, filters, limit, pin, self.plan)
+                found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
+                return found, SearchInfo("exact-btree:ann-index-pending", size, sessions)
+            found, sessions = ann_knn(conn, ref, query, filters, limit, pin, self.plan)
             if len(found) >= limit:
-                return found, SearchInfo("hnsw-scope+rerank", len(found))
-            return exact_knn(conn, ref, query, filters, limit, pin), SearchInfo(
-                "hnsw-scope-short:exact-btree", size
-            )
+                return found, SearchInfo("hnsw-scope+rerank", len(found), sessions)
+            found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
+            return found, SearchInfo("hnsw-scope-short:exact-btree", size, sessions)
 
     def text_candidates(
         self, ref: ScopeRef, query: str, filters: Filters, limit: int
     ) -> tuple[list[Candidate], SearchInfo]:
         with self._conn() as conn:
-            found, path, matched = bm25(conn, ref, query, filters, limit, self.plan)
-        return found, SearchInfo(path, matched)
+            (found, sessions), path, matched = bm25(conn, ref, query, filters, limit, self.plan)
+        return found, SearchInfo(path, matched, sessions)
 
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str
