@@ -3,9 +3,8 @@ worker thread pool, and they call the one synchronous service."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from quipu import __version__
 from quipu.auth.access import Access
@@ -36,18 +35,31 @@ def create_app(
     app.state.runtime = runtime
     errors.install(app)
 
-    @app.middleware("http")
-    async def cap_body(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > max_body_bytes):
-            return errors.envelope(
-                413, "payload_too_large", f"request bodies are limited to {max_body_bytes} bytes"
-            )
-        return await call_next(request)
-
+    app.add_middleware(BodyCap, limit=max_body_bytes)
     app.include_router(health.router)
     for router in (memories.router, recall.router, sessions.router, admin.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     return app
+
+
+class BodyCap:
+    """413 ``payload_too_large`` for a declared body over ``limit`` bytes, before any of it is
+    read. Plain ASGI: Starlette's ``BaseHTTPMiddleware`` (``@app.middleware``) costs a task
+    group and stream wrappers on every request."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope["headers"]:
+                if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
+                    response = errors.envelope(
+                        413,
+                        "payload_too_large",
+                        f"request bodies are limited to {self.limit} bytes",
+                    )
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)

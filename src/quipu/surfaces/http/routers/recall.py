@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
 
 from quipu.core.records import Principal
 from quipu.service import MemoryService
@@ -14,13 +15,17 @@ from quipu.surfaces.http.schemas import RecallBody
 router = APIRouter(prefix="/v1", tags=["recall"])
 
 
-@router.post("/recall", summary="Recall memories relevant to a query")
+@router.post(
+    "/recall", summary="Recall memories relevant to a query", response_model=dict[str, Any]
+)
 def recall(
     body: RecallBody,
     svc: Annotated[MemoryService, Depends(service)],
     who: Annotated[Principal, Depends(principal)],
-) -> dict[str, Any]:
+) -> JSONResponse:
     result = svc.recall(
         who, body.query, scope=body.scope, k=body.k, planes=body.planes, **body.filters()
     )
-    return result.to_dict()
+    # The hottest route: its dict is JSON-ready (RecallResult.to_dict), so it is encoded once
+    # here instead of walked again by FastAPI's jsonable_encoder (~0.6 ms per response).
+    return JSONResponse(result.to_dict())
