@@ -6,6 +6,7 @@ running :class:`MemoryService` with its store and embedder.
 
 from __future__ import annotations
 
+import atexit
 import os
 import tomllib
 from collections.abc import Mapping
@@ -31,6 +32,8 @@ from quipu.storage.base import Store
 
 ENV_PREFIX = "QUIPU_"
 CONFIG_ENV = "QUIPU_CONFIG"
+#: How `quipu serve --workers N` hands its resolved settings to each worker process (JSON).
+SERVE_SETTINGS_ENV = "QUIPU_SERVE_SETTINGS_JSON"
 
 
 def load_settings(
@@ -270,3 +273,31 @@ def build_runtime(
     )
     worker = handlers.build_worker(settings, service, queue, extractor)
     return Runtime(service, sessions, queue, worker)
+
+
+def hand_to_workers(settings: Settings) -> str:
+    """Put ``settings`` where each `quipu serve --workers N` process reads them, and return
+    the uvicorn factory that builds its app."""
+    os.environ[SERVE_SETTINGS_ENV] = settings.model_dump_json()
+    return "quipu.composition:server_from_environment"
+
+
+def server_from_environment() -> FastAPI:
+    """The app of one worker process of `quipu serve --workers N` (a uvicorn factory).
+
+    The parent resolved and checked the settings, ran the migrations and printed the start-up
+    notes; each worker rebuilds the same server from :data:`SERVE_SETTINGS_ENV`. Every worker
+    runs its own job worker thread when ``worker_embedded`` is on: jobs are leased in the
+    store, so several workers never run the same job twice."""
+    raw = os.environ.get(SERVE_SETTINGS_ENV)
+    if not raw:
+        raise ConfigurationError(f"{SERVE_SETTINGS_ENV} is not set (started outside quipu serve?)")
+    try:
+        settings = Settings.model_validate_json(raw)
+    except ValidationError as exc:
+        raise ConfigurationError(f"{SERVE_SETTINGS_ENV} holds invalid settings: {exc}") from None
+    app, runtime = build_server(settings)
+    if settings.worker_embedded:
+        runtime.worker.start()
+    atexit.register(runtime.close)
+    return app

@@ -167,6 +167,13 @@ class Settings(BaseModel):
     job_lease_seconds: int = Field(
         60, ge=5, le=3600, description="How long a claimed job stays leased without a heartbeat."
     )
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Processes `quipu serve` answers requests with (uvicorn workers); each "
+        "loads the embedding model, so memory grows with them.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Server log level."
     )

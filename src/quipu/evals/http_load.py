@@ -35,13 +35,19 @@ def prepare(path: Path, rows: int) -> None:
     mem.close()
 
 
-def start_server(path: Path, port: int, log: Path, quota: int) -> subprocess.Popen[bytes]:
-    """``quipu serve`` on ``path``; ``quota`` lifts the live-row quota above what the run will
-    write, so remember is measured, not the 429 of a full scope."""
+def start_server(
+    path: Path, port: int, log: Path, quota: int, workers: int = 1
+) -> subprocess.Popen[bytes]:
+    """``quipu serve`` on ``path`` with ``workers`` processes; ``quota`` lifts the live-row
+    quota above what the run will write, so remember is measured, not the 429 of a full
+    scope."""
     env = {**os.environ, "QUIPU_LOG_LEVEL": "warning", "QUIPU_QUOTA_PER_OWNER": str(quota)}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "quipu", "serve", "--db", str(path), "--port", str(port)],
+            [
+                *(sys.executable, "-m", "quipu", "serve", "--db", str(path)),
+                *("--port", str(port), "--workers", str(workers)),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -91,12 +97,25 @@ async def _drive(
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (Linux /proc; 0.0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds a process and its live descendants (``--workers``) have used
+    so far (Linux /proc; 0.0 elsewhere)."""
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent pid, CPU seconds)
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        stats[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [p for p, (ppid, _) in stats.items() if ppid == parent and p not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(stats[p][1] for p in tree if p in stats)
 
 
 def _measured(pid: int, drive: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -124,18 +143,22 @@ def run(
     rows: int,
     requests: int,
     levels: list[int],
+    workers: int = 1,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
     path = workdir / "http.db"
     progress(f"loading {rows} memories")
     prepare(path, rows)
     port = free_port()
-    proc = start_server(path, port, workdir / "server.log", quota=rows + requests + 1_000)
+    proc = start_server(
+        path, port, workdir / "server.log", quota=rows + requests + 1_000, workers=workers
+    )
     url = f"http://127.0.0.1:{port}"
     rng = random.Random(5)
     try:
-        # warm the model and the scope index once before timing
+        # warm the model and the scope index of every worker process before timing
         httpx.post(f"{url}/v1/recall", json={"query": "warm up"}, timeout=60)
+        _recalls(url, 2 * workers, 20 * workers, random.Random(0))
         recall = []
         for level in levels:
             progress(f"recall at concurrency {level}")
@@ -162,7 +185,8 @@ def run(
             proc.kill()
     return {
         "rows": rows,
-        "server": "quipu serve (uvicorn, 1 worker process)",
+        "server": f"quipu serve (uvicorn, {workers} worker process{'es' if workers > 1 else ''})",
+        "workers": workers,
         "recall": recall,
         "remember": remember,
     }

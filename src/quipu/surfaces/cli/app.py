@@ -85,13 +85,16 @@ def serve(
     auth: Annotated[
         bool | None, typer.Option("--auth/--no-auth", help="Require API keys (multi-tenant).")
     ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Worker processes (each loads the embedding model).")
+    ] = None,
 ) -> None:
     """Run the HTTP API (OpenAPI docs at /docs) on the configured store."""
     import uvicorn
 
-    from quipu.composition import build_server
+    from quipu.composition import build_server, hand_to_workers
 
-    settings = _settings(db, config, host=host, port=port, auth=auth)
+    settings = _settings(db, config, host=host, port=port, auth=auth, workers=workers)
     if not settings.auth and not _is_loopback(settings.host):
         err.print(
             f"[red]refusing to bind {settings.host}:[/red] without authentication the server acts "
@@ -104,16 +107,33 @@ def serve(
         fail(exc, 2)
     url = f"http://{settings.host}:{settings.port}"
     mode = "API keys required" if settings.auth else "local principal, no authentication"
-    console.print(f"Quipu {settings.database} on {url} ({mode}); OpenAPI docs: {url}/docs")
+    processes = f", {settings.workers} worker processes" if settings.workers > 1 else ""
+    console.print(
+        f"Quipu {settings.database} on {url} ({mode}{processes}); OpenAPI docs: {url}/docs"
+    )
     service = runtime.service
-    if settings.worker_embedded:
-        runtime.worker.start()
     if settings.auth and not service.store.list_tenants():
         console.print(
             "No tenants or keys yet. Create the first admin key (shown once):\n"
             f"  quipu tenants create acme --db {settings.database}\n"
             f"  quipu keys create --tenant acme --role admin --db {settings.database}"
         )
+    if settings.workers > 1:
+        # The store is open and migrated; each worker process builds its own server from the
+        # same settings (composition.server_from_environment).
+        from quipu.surfaces.http.workers import run_workers
+
+        runtime.close()
+        run_workers(
+            hand_to_workers(settings),
+            workers=settings.workers,
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level,
+        )
+        return
+    if settings.worker_embedded:
+        runtime.worker.start()
     try:
         uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level)
     finally:

@@ -394,6 +394,9 @@ def http(
     concurrency: Annotated[
         list[int] | None, typer.Option(help="Concurrency levels (repeatable).")
     ] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, help="`quipu serve --workers`: server processes.")
+    ] = 1,
     out: Out = None,
 ) -> None:
     """Serve N memories with `quipu serve` in a child process and load it over loopback:
@@ -406,6 +409,7 @@ def http(
             rows=n,
             requests=requests,
             levels=concurrency or [1, 8, 32],
+            workers=workers,
             progress=console.log,
         )
     _emit("http", result, out)
