@@ -21,6 +21,7 @@ import dataclasses
 import math
 import pickle
 import re
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -94,6 +95,39 @@ class Prepared:
             ]
         index = bm25.Postings()
         index.bulk_add(docs)
+        self.cache[key] = index
+        return index
+
+    def context_postings(self, prev: float, nxt: float, dates: bool) -> bm25.Postings:
+        """One BM25 index of each turn's own keys plus the previous (``prev``) and next
+        (``nxt``) turn's keys of its session, those counted at that weight per occurrence (the
+        product's context keys are ``prev`` = 1, ``nxt`` = 0)."""
+        key = ("context", prev, nxt, dates)
+        if key in self.cache:
+            return self.cache[key]
+        docs = self.tokens
+        if dates:
+            stamps = bm25.tokenize_many([f"{at:%B %Y}" for at in self.observed])
+            docs = [[*d, *s] for d, s in zip(docs, stamps, strict=True)]
+        index = bm25.Postings()
+        for i, own in enumerate(docs):
+            weights: dict[str, float] = {}
+            for token in own:
+                weights[token] = weights.get(token, 0.0) + 1.0
+            for j, w in ((self.prev[i], prev), (self.next[i], nxt)):
+                if j >= 0 and w:
+                    for token in docs[j]:
+                        weights[token] = weights.get(token, 0.0) + w
+            for token, tf in weights.items():
+                term = index._term(token)
+                if term not in index._docs:
+                    index._docs[term] = array("i")
+                    index._tfs[term] = array("f")
+                index._docs[term].append(i)
+                index._tfs[term].append(tf)
+            length = sum(weights.values())
+            index._lengths.append(length)
+            index._total_length += length
         self.cache[key] = index
         return index
 
@@ -334,6 +368,14 @@ class Variant:
     context_weight: float = 0.5
     question_penalty: float = 0.0
     """Subtracted x the share of a turn's sentences that are questions (they ask, not tell)."""
+    vector_depth: int = 0
+    """Depth of the vector list alone (0: ``depth``)."""
+    feedback_depth: int = 0
+    """Depth of the feedback pass's vector list (0: as the first pass)."""
+    prev_keys: float = 0.0
+    """Weight of the previous turn's keys in the turn's own BM25 document (product: 1)."""
+    next_keys: float = 0.0
+    """Weight of the next turn's keys in the turn's own BM25 document."""
     content_query: float = 0.0
     """Query vector = unit(q + w * vector of the query's content words)."""
     """Cosine = (1 - w) * cosine to the turn + w * cosine to its context window."""
@@ -354,7 +396,8 @@ class Variant:
             query /= np.linalg.norm(query)
         if self.rm3:
             weights = self._expand(p, weights, top)
-        return self._scores(p, q, query, weights)
+        second = dataclasses.replace(self, vector_depth=self.feedback_depth or self.vector_depth)
+        return second._scores(p, q, query, weights)
 
     def _feedback_turns(self, p: Prepared, fused: Scores) -> npt.NDArray[np.int64]:
         order = np.argsort(-fused, kind="stable")
@@ -393,7 +436,12 @@ class Variant:
             prev = np.where(p.prev >= 0, cosine[p.prev], cosine)
             nxt = np.where(p.next >= 0, cosine[p.next], cosine)
             cosine = cosine + self.vector_neighbours * (prev + nxt) / 2
-        text = weighted_bm25(p.postings(dates=self.dates), weights, self.k1, self.b)
+        index = (
+            p.context_postings(self.prev_keys, self.next_keys, self.dates)
+            if self.prev_keys or self.next_keys
+            else p.postings(dates=self.dates)
+        )
+        text = weighted_bm25(index, weights, self.k1, self.b)
         if self.neighbours:
             extra = weighted_bm25(p.postings(self.radius, self.dates), weights, self.k1, self.b)
             text = unit(text) + self.neighbours * unit(extra)
@@ -403,7 +451,7 @@ class Variant:
             return cosine
         by_text = np.argsort(-text, kind="stable")[: self.depth]
         by_text = by_text[text[by_text] > 0]
-        by_vector = np.argsort(-cosine, kind="stable")[: self.depth]
+        by_vector = np.argsort(-cosine, kind="stable")[: self.vector_depth or self.depth]
         pool = np.union1d(by_text, by_vector)
         out = np.full(len(cosine), -1e9)
         if self.fusion == "rrf":
@@ -510,7 +558,20 @@ BEST = Variant(
     note="nb + plain + dates + lse + rocchio + session vector.",
 )
 
+#: What ships now: context keys of the previous turn, dates, question words, log-sum-exp
+#: session aggregate, one Rocchio pass.
+SHIPPED2 = Variant(
+    prev_keys=1.0,
+    plain=True,
+    dates=True,
+    aggregate="lse",
+    aggregate_weight=1.0,
+    aggregate_tau=0.05,
+    rocchio=0.5,
+    note="Second round as shipped: previous-turn context keys + plain + dates + lse + rocchio.",
+)
 VARIANTS = {
+    "shipped2": SHIPPED2,
     "bm25-old": Variant(fusion="bm25", k1=1.2, b=0.75),
     "cosine": Variant(fusion="cosine"),
     "rrf-old": Variant(fusion="rrf", k1=1.2, b=0.75, temporal=0.0, depth=60),
