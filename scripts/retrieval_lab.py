@@ -371,6 +371,9 @@ class Variant:
     vector_depth: int = 0
     """Depth of the vector list alone (0: ``depth``)."""
     feedback_depth: int = 0
+    feedback_pool: bool = False
+    """The feedback pass rescores only the first pass's pool (no second full vector search)."""
+    restrict: Any = field(default=None, compare=False, repr=False)
     """Depth of the feedback pass's vector list (0: as the first pass)."""
     prev_keys: float = 0.0
     """Weight of the previous turn's keys in the turn's own BM25 document (product: 1)."""
@@ -397,6 +400,8 @@ class Variant:
         if self.rm3:
             weights = self._expand(p, weights, top)
         second = dataclasses.replace(self, vector_depth=self.feedback_depth or self.vector_depth)
+        if self.feedback_pool:
+            second = dataclasses.replace(second, restrict=fused > -1e8)
         return second._scores(p, q, query, weights)
 
     def _feedback_turns(self, p: Prepared, fused: Scores) -> npt.NDArray[np.int64]:
@@ -429,6 +434,8 @@ class Variant:
 
     def _scores(self, p: Prepared, q: int, query: Scores, weights: dict[str, float]) -> Scores:
         cosine = p.turns.astype(np.float64) @ query
+        if self.restrict is not None:
+            cosine = np.where(self.restrict, cosine, -1.0)
         if self.context_vector:
             window = p.context[self.context_vector].astype(np.float64) @ query
             cosine = (1 - self.context_weight) * cosine + self.context_weight * window

@@ -593,6 +593,30 @@ def test_recall_reads_sessions_and_vectors_of_its_own_scope_only(
     assert "feedback_ms" in hits.meta["timings"]
 
 
+def test_similarities_are_the_stored_vectors_inner_products_in_the_scope_only(
+    service: MemoryService, alice: Principal, bob: Principal
+) -> None:
+    """What the feedback pass ranks its pool by: never another scope's rows."""
+    service.remember(alice, "packed the tent for the trip")
+    service.remember(alice, "the tent poles were bent")
+    service.remember(bob, "bob's tent note")
+
+    def keys(who: Principal) -> list[int]:
+        found, _ = service.store.text_candidates(resolve_scope(who, "agent"), "tent", Filters(), 10)
+        return [c.key for c in found]
+
+    own, foreign = keys(alice), keys(bob)
+    ref = resolve_scope(alice, "agent")
+    assert service.embedder is not None
+    query = service.embedder.embed_query("camping gear")
+    near = service.store.similarities(ref, own + foreign + [10**9], query)
+    assert set(near) == set(own)
+    stored = service.store.vectors_of(ref, own)
+    for key in own:
+        assert near[key] == pytest.approx(float(stored[key] @ query), abs=1e-5)
+    assert service.store.similarities(ref, [], query) == {}
+
+
 def test_sessions_a_search_reports_are_the_rows_own(
     service: MemoryService, alice: Principal
 ) -> None:

@@ -152,6 +152,11 @@ class Store(Protocol):
     def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
         """The stored vectors of ``keys`` in the scope (keys without one are left out)."""
 
+    def similarities(self, ref: ScopeRef, keys: Sequence[int], vector: Vector) -> dict[int, float]:
+        """Inner product (the cosine: vectors are unit length) of ``vector`` with the stored
+        vector of each of ``keys`` in the scope; keys without one, or of another scope, are
+        left out. Recall's feedback pass ranks its pool with it instead of searching again."""
+
     # -- tenants, credentials, audit (SCOPE-1, SCOPE-2, SAFE-4) ------------------------------
     # Every memory version a backend writes is also written to the audit log in the same
     # transaction (except verbatim imports, which the service audits as one event).

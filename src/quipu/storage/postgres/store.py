@@ -682,6 +682,26 @@ class PostgresStore(ControlTables, WorkTables):
             if scope == ref.scope.value and owner == ref.owner
         }
 
+    def similarities(self, ref: ScopeRef, keys: Sequence[int], vector: Vector) -> dict[int, float]:
+        pin = self.embedding_pin()
+        if not keys or pin is None:
+            return {}
+        query = np.ascontiguousarray(vector, dtype=np.float32)
+        with self._conn() as conn:
+            # By primary key, the scope checked on each row (as in sessions_of); only the
+            # scores cross the wire, not the vectors.
+            rows = conn.execute(
+                "SELECT key, scope, owner, vector <#> %b FROM memory_versions"
+                " WHERE tenant_id = %s AND key = ANY(%s) AND vector IS NOT NULL"
+                " AND embedding_model = %s",
+                (query, ref.tenant_id, list(dict.fromkeys(keys)), pin.model_id),
+            ).fetchall()
+        return {
+            int(key): -float(distance)
+            for key, scope, owner, distance in rows
+            if scope == ref.scope.value and owner == ref.owner
+        }
+
     def storage_bytes(self) -> int:
         """The whole database, indexes and TOAST included."""
         with self._conn() as conn:

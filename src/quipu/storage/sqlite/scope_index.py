@@ -261,6 +261,15 @@ class ScopeIndex:
             row: npt.NDArray[np.float32] = self.vec[i].copy()
             return row
 
+    def similarities(self, keys: Sequence[int], query: npt.NDArray[np.float32]) -> dict[int, float]:
+        with self.lock:
+            found = [(key, i) for key in keys if (i := self._position.get(key)) is not None]
+            found = [(key, i) for key, i in found if self.has_vec[i]]
+            if not found:
+                return {}
+            scores = self.vec[[i for _, i in found]] @ query
+            return {key: float(score) for (key, _), score in zip(found, scores, strict=True)}
+
     def _set_family_status(self, family: str, status: Status) -> None:
         code = STATUS_CODES[status]
         fid = self._family_ids.get(family)

@@ -623,6 +623,10 @@ class SQLiteStore(ControlTables, WorkTables):
                 out[key] = vector
         return out
 
+    def similarities(self, ref: ScopeRef, keys: Sequence[int], vector: Vector) -> dict[int, float]:
+        query = np.ascontiguousarray(vector, dtype=np.float32)
+        return self._index(ref).similarities(keys, query)
+
     def maintain(self) -> dict[str, list[str]]:
         """Nothing to build: the scope index is exact and lives in memory."""
         return {}
