@@ -617,6 +617,27 @@ def test_similarities_are_the_stored_vectors_inner_products_in_the_scope_only(
     assert service.store.similarities(ref, [], query) == {}
 
 
+def test_the_feedback_pass_ranks_the_pool_without_searching_the_scope_again(
+    service: MemoryService, alice: Principal
+) -> None:
+    """One vector search per recall (no date in the query): the feedback pass re-ranks the
+    first pass's candidates with Store.similarities, and still runs (feedback_ms)."""
+    for text in ("packed the tent for the trip", "the tent poles were bent", "bought new boots"):
+        service.remember(alice, text)
+    searches: list[int] = []
+    original = service.store.vector_candidates
+
+    def counting(*args: object, **kwargs: object) -> object:
+        searches.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    service.store.vector_candidates = counting  # type: ignore[method-assign,assignment]
+    hits = service.recall(alice, "camping tent", k=3)
+    assert len(searches) == 1
+    assert "feedback_ms" in hits.meta["timings"]
+    assert hits.results[0].memory.text.startswith(("packed the tent", "the tent poles"))
+
+
 def test_sessions_a_search_reports_are_the_rows_own(
     service: MemoryService, alice: Principal
 ) -> None:
