@@ -21,7 +21,6 @@ import dataclasses
 import math
 import pickle
 import re
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -118,16 +117,7 @@ class Prepared:
                 if j >= 0 and w:
                     for token in docs[j]:
                         weights[token] = weights.get(token, 0.0) + w
-            for token, tf in weights.items():
-                term = index._term(token)
-                if term not in index._docs:
-                    index._docs[term] = array("i")
-                    index._tfs[term] = array("f")
-                index._docs[term].append(i)
-                index._tfs[term].append(tf)
-            length = sum(weights.values())
-            index._lengths.append(length)
-            index._total_length += length
+            index.add_counts(i, weights)
         self.cache[key] = index
         return index
 
@@ -525,8 +515,7 @@ class Variant:
 
 
 def _df(index: bm25.Postings, token: str) -> int:
-    term = index._vocab.get(token)
-    return 0 if term is None else int(index._postings(term)[0].size)
+    return index.document_frequency(token)
 
 
 def evaluate(

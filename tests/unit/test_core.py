@@ -105,3 +105,25 @@ def test_mem_005_token_bucket_arithmetic() -> None:
     assert spend(0.5, 0.0, 2.0, 5) == (0.5, 0.25)
     assert spend(0.0, 100.0, 1.0, 5) == (4.0, 0.0)  # refill is capped at the burst
     assert spend(0.5, -3.0, 1.0, 5) == (0.5, 0.5)  # a clock step backwards refills nothing
+
+
+def test_postings_add_counts_takes_weighted_occurrences() -> None:
+    """``add`` is ``add_counts`` of whole occurrences; a half-weight occurrence scores between
+    none and one, and counts half toward the document's length."""
+    plain, counted = Postings(), Postings()
+    for position, tokens in enumerate([["tent", "trip"], ["tent", "tent"], ["boot"]]):
+        plain.add(position, tokens)
+        counts: dict[str, float] = {}
+        for token in tokens:
+            counts[token] = counts.get(token, 0.0) + 1.0
+        counted.add_counts(position, counts)
+    assert plain.scores(["tent"]).tolist() == counted.scores(["tent"]).tolist()  # type: ignore[union-attr]
+    assert counted.document_frequency("tent") == 2 and counted.document_frequency("x") == 0
+
+    weighted = Postings()
+    weighted.add_counts(0, {"tent": 1.0, "trip": 1.0})
+    weighted.add_counts(1, {"tent": 0.5, "trip": 1.0})
+    weighted.add_counts(2, {"trip": 1.0, "boot": 1.0})
+    scores = weighted.scores(["tent"])
+    assert scores is not None and scores[0] > scores[1] > scores[2] == 0.0
+    assert len(weighted) == 3

@@ -10,7 +10,7 @@ import math
 import re
 import unicodedata
 from array import array
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -138,11 +138,16 @@ class Postings:
 
     def add(self, position: int, tokens: Sequence[str]) -> None:
         """Index document ``position`` (positions must arrive as 0, 1, 2, ...)."""
+        counts: dict[str, float] = {}
+        for token in tokens:
+            counts[token] = counts.get(token, 0.0) + 1.0
+        self.add_counts(position, counts)
+
+    def add_counts(self, position: int, counts: Mapping[str, float]) -> None:
+        """Index document ``position`` from its term frequencies (which may be fractional:
+        a weighted occurrence); its length is their sum."""
         if position != len(self._lengths):
             raise ValueError("documents must be added in position order")
-        counts: dict[str, int] = {}
-        for token in tokens:
-            counts[token] = counts.get(token, 0) + 1
         for token, count in counts.items():
             term = self._term(token)
             if term not in self._docs:
@@ -150,8 +155,14 @@ class Postings:
                 self._tfs[term] = array("f")
             self._docs[term].append(position)
             self._tfs[term].append(float(count))
-        self._lengths.append(float(len(tokens)))
-        self._total_length += len(tokens)
+        length = float(sum(counts.values()))
+        self._lengths.append(length)
+        self._total_length += length
+
+    def document_frequency(self, token: str) -> int:
+        """How many documents hold ``token``."""
+        term = self._vocab.get(token)
+        return 0 if term is None else int(self._postings(term)[0].size)
 
     def bulk_add(self, documents: Sequence[Sequence[str]]) -> None:
         """Index documents 0..n-1 of an empty index at once (the restart path)."""
