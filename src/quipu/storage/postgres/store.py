@@ -646,61 +646,63 @@ class PostgresStore(ControlTables, WorkTables):
                         out[int(r[0])] = to_record(r)
         return out
 
-    def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
-        if not keys:
-            return {}
-        with self._conn() as conn:
-            # By primary key, the scope checked on the rows: a plan through the scope's index
-            # would scan the whole scope (seen at 100k rows before statistics existed).
-            rows = conn.execute(
-                "SELECT key, scope, owner, provenance->>'session_id' FROM memory_versions"
-                " WHERE tenant_id = %s AND key = ANY(%s)",
-                (ref.tenant_id, list(dict.fromkeys(keys))),
-            ).fetchall()
-        return {
-            int(key): str(session)
-            for key, scope, owner, session in rows
-            if session is not None and scope == ref.scope.value and owner == ref.owner
-        }
+    def _own_rows(
+        self,
+        ref: ScopeRef,
+        keys: Sequence[int],
+        select: str,
+        *,
+        select_params: Sequence[Any] = (),
+        where: str = "",
+        where_params: Sequence[Any] = (),
+        binary: bool = False,
+    ) -> list[tuple[Any, ...]]:
+        """``(key, *select)`` of those of ``keys`` that are rows of the scope.
 
-    def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
+        By primary key, the scope checked on each row: a plan through the scope's index would
+        scan the whole scope (seen at 100k rows before statistics existed). ``select`` and
+        ``where`` are fixed SQL of the caller, with their own parameters."""
         if not keys:
-            return {}
+            return []
         with self._conn() as conn:
             rows = (
-                conn.cursor(binary=True)
+                conn.cursor(binary=binary)
                 .execute(
-                    "SELECT key, scope, owner, vector FROM memory_versions WHERE tenant_id = %s"
-                    " AND key = ANY(%s) AND vector IS NOT NULL",
-                    (ref.tenant_id, list(dict.fromkeys(keys))),
+                    f"SELECT key, scope, owner, {select} FROM memory_versions"
+                    f" WHERE tenant_id = %s AND key = ANY(%s){where}",
+                    (*select_params, ref.tenant_id, list(dict.fromkeys(keys)), *where_params),
                 )
                 .fetchall()
             )
-        return {
-            int(key): np.array(vec.to_numpy(), dtype=np.float32)
-            for key, scope, owner, vec in rows
+        return [
+            (int(key), *rest)
+            for key, scope, owner, *rest in rows
             if scope == ref.scope.value and owner == ref.owner
-        }
+        ]
+
+    def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
+        rows = self._own_rows(ref, keys, "provenance->>'session_id'")
+        return {key: str(session) for key, session in rows if session is not None}
+
+    def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
+        rows = self._own_rows(ref, keys, "vector", where=" AND vector IS NOT NULL", binary=True)
+        return {key: np.array(vec.to_numpy(), dtype=np.float32) for key, vec in rows}
 
     def similarities(self, ref: ScopeRef, keys: Sequence[int], vector: Vector) -> dict[int, float]:
         pin = self.embedding_pin()
-        if not keys or pin is None:
+        if pin is None:
             return {}
         query = np.ascontiguousarray(vector, dtype=np.float32)
-        with self._conn() as conn:
-            # By primary key, the scope checked on each row (as in sessions_of); only the
-            # scores cross the wire, not the vectors.
-            rows = conn.execute(
-                "SELECT key, scope, owner, vector <#> %b FROM memory_versions"
-                " WHERE tenant_id = %s AND key = ANY(%s) AND vector IS NOT NULL"
-                " AND embedding_model = %s",
-                (query, ref.tenant_id, list(dict.fromkeys(keys)), pin.model_id),
-            ).fetchall()
-        return {
-            int(key): -float(distance)
-            for key, scope, owner, distance in rows
-            if scope == ref.scope.value and owner == ref.owner
-        }
+        # Only the scores cross the wire, not the vectors.
+        rows = self._own_rows(
+            ref,
+            keys,
+            "vector <#> %b",
+            select_params=(query,),
+            where=" AND vector IS NOT NULL AND embedding_model = %s",
+            where_params=(pin.model_id,),
+        )
+        return {key: -float(distance) for key, distance in rows}
 
     def storage_bytes(self) -> int:
         """The whole database, indexes and TOAST included."""
