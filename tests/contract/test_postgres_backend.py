@@ -7,6 +7,7 @@ import io
 import multiprocessing
 import os
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,11 @@ import pytest
 
 from quipu import transfer
 from quipu.core.query import Filters
-from quipu.core.records import Kind, Principal, Role, Scope, ScopeRef
+from quipu.core.records import Kind, Principal, Role, Scope, ScopeRef, Status
 from quipu.errors import ConfigurationError, LimitExceeded
 from quipu.service import Limits, MemoryService
 from quipu.storage.postgres.migrate import available, migrate, pending
-from quipu.storage.postgres.search import SearchPlan
+from quipu.storage.postgres.search import SearchPlan, track_terms
 from quipu.storage.postgres.store import PostgresStore
 from quipu.storage.sqlite.store import SQLiteStore
 from tests.conftest import PG_URL, schema_url
@@ -194,6 +195,36 @@ def test_recall_001_large_scope_text_is_exact_when_provable_and_labelled_when_bo
     assert small == [] and info.path == "bm25-tsvector"
     store.close()
     exact.close()
+
+
+def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistics(
+    schema: str,
+) -> None:
+    """A small scope without term statistics counts document frequencies and scores in one
+    statement; its page equals the one the statistics path gives (filtered-out and stale rows
+    still count in df, as scope_terms does)."""
+    store = PostgresStore(schema)
+    now = datetime.now(UTC)
+    texts = [f"garden note {i} about tomatoes and basil" for i in range(30)]
+    texts += ["the rare orchid in the garden", "orchid orchid care", "basil pesto recipe"]
+    rows = [(memory("o", text, now), None) for text in texts]
+    rows += [(replace(memory("o", "stale garden orchid", now), status=Status.STALE), None)]
+    rows += [(replace(memory("o", "tagged orchid garden", now), tags=("x",)), None)]
+    store.import_versions(rows)
+    ref = ScopeRef("t1", Scope.AGENT, "o")
+    queries = [("orchid garden", Filters()), ("tomatoes basil", Filters())]
+    queries += [("orchid", Filters(tags=frozenset({"x"}))), ("nothing matches", Filters())]
+    queries += [("orchid", Filters(kinds=frozenset({Kind.PREFERENCE})))]  # matches, none pass
+    small = [store.text_candidates(ref, q, flt, 8) for q, flt in queries]
+    with psycopg.connect(schema) as conn:
+        track_terms(conn, ref)
+    tracked = [store.text_candidates(ref, q, flt, 8) for q, flt in queries]
+    for (found, info), (want, want_info) in zip(small, tracked, strict=True):
+        assert [c.key for c in found] == [c.key for c in want]
+        assert [c.score for c in found] == pytest.approx([c.score for c in want], rel=1e-9)
+        assert (info.path, info.scanned) == (want_info.path, want_info.scanned)
+    assert len(small[0][0]) == 8 and small[2][0] and not small[4][0] and small[4][1].scanned == 4
+    store.close()
 
 
 # -- migrations and Citus ----------------------------------------------------------------------

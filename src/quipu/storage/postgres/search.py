@@ -156,7 +156,8 @@ def ann_knn(
     }
     where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
     cast = f"m.vector::vector({int(pin.dimension)})"
-    with conn.transaction():
+    # One round trip for BEGIN, the settings and the search (pipeline mode); COMMIT is another.
+    with conn.pipeline(), conn.transaction():
         conn.execute(
             "SELECT set_config('hnsw.ef_search', %(ef)s, true),"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
@@ -206,14 +207,16 @@ def bm25(
     ).fetchall()
     if not rows:
         return ([], {}), "bm25-tsvector", 0
+    n, total_terms = int(rows[0][0]), int(rows[0][1])
+    avgdl = total_terms / n if total_terms > 0 else 1.0
+    if not rows[0][2] and n <= plan.text_exact_matches:
+        return small_scope_bm25(conn, ref, lexemes, filters, limit, n=n, avgdl=avgdl)
     if rows[0][2]:
         dfs = {str(r[3]): int(r[4]) for r in rows if r[3] is not None and r[4] > 0}
-    else:
+    else:  # a large scope whose statistics maintenance has not started yet
         dfs = count_terms(conn, ref, lexemes)
     if not dfs:
         return ([], {}), "bm25-tsvector", 0
-    n, total_terms = int(rows[0][0]), int(rows[0][1])
-    avgdl = total_terms / n if total_terms > 0 else 1.0
     terms = sorted(dfs, key=lambda t: (dfs[t], t))  # rarest first
     idf = {t: math.log(1.0 + (n - dfs[t] + 0.5) / (dfs[t] + 0.5)) for t in terms}
     exact = sum(dfs.values()) <= plan.text_exact_matches
@@ -273,6 +276,54 @@ def bm25(
     if len(out) == limit and left_out < out[-1].score:
         return result, "bm25-tsvector+maxscore", matched
     return result, "bm25-tsvector:bounded", matched
+
+
+def small_scope_bm25(
+    conn: psycopg.Connection[Any],
+    ref: ScopeRef,
+    lexemes: list[str],
+    filters: Filters,
+    limit: int,
+    *,
+    n: int,
+    avgdl: float,
+) -> tuple[Found, str, int]:
+    """Exact BM25 in a scope without ``scope_terms`` (at most ``text_exact_matches`` versions):
+    document frequencies are counted over the scope's matching rows and every match is scored,
+    in one statement and one pass over the rows (the same figures as :func:`count_terms`
+    followed by the exact query, one round trip and one scan fewer)."""
+    params: dict[str, Any] = {
+        "lex": lexemes,
+        "tsq": tsquery_literal(lexemes),
+        "n": float(n),
+        "avgdl": avgdl,
+        "limit": limit,
+        "k1": K1,
+        "b": B,
+    }
+    scope = scope_where(ref, params)
+    rows = conn.execute(
+        "WITH hit AS MATERIALIZED ("
+        f" SELECT m.key, {SESSION} AS session, m.term_count, ({filter_where(filters, params)})"
+        "  AS ok, u.lexeme, cardinality(u.positions) AS tf"
+        " FROM memory_versions m"
+        " CROSS JOIN LATERAL unnest(ts_filter(setweight(m.terms, 'A', %(lex)s), '{a}')) AS u"
+        f" WHERE {scope} AND m.terms @@ %(tsq)s::tsquery),"
+        " q AS (SELECT lexeme, count(*) AS df,"
+        "  ln(1 + (%(n)s - count(*) + 0.5) / (count(*) + 0.5)) AS idf FROM hit GROUP BY lexeme)"
+        # one row even when nothing passes the filters, to carry the match count
+        " SELECT s.key, s.score, s.session, t.matched"
+        " FROM (SELECT coalesce(sum(df), 0) AS matched FROM q) t LEFT JOIN LATERAL ("
+        "  SELECT h.key, sum(q.idf * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s"
+        "  * (1 - %(b)s + %(b)s * h.term_count / %(avgdl)s))) AS score, h.session"
+        "  FROM hit h JOIN q USING (lexeme) WHERE h.ok"
+        "  GROUP BY h.key, h.session ORDER BY score DESC, h.key LIMIT %(limit)s) s ON true"
+        " ORDER BY s.score DESC, s.key",
+        params,
+        prepare=False,
+    ).fetchall()
+    matched = int(rows[0][3]) if rows else 0
+    return _found([r for r in rows if r[0] is not None], sign=1.0), "bm25-tsvector", matched
 
 
 def count_terms(conn: psycopg.Connection[Any], ref: ScopeRef, lexemes: list[str]) -> dict[str, int]:

@@ -617,17 +617,16 @@ class PostgresStore(ControlTables, WorkTables):
     ) -> list[tuple[int, str]]:
         params = (ref.tenant_id, ref.scope.value, ref.owner)
         with self._conn() as conn:
-            aliases = conn.execute(
-                "SELECT key FROM memory_aliases WHERE tenant_id = %s AND scope = %s"
-                " AND owner = %s AND folded = %s ORDER BY key",
-                (*params, folded),
+            rows = conn.execute(  # one round trip: aliases first, then same-text rows
+                "SELECT key, label FROM ("
+                " SELECT key, 'alias' AS label, 0 AS part FROM memory_aliases"
+                " WHERE tenant_id = %s AND scope = %s AND owner = %s AND folded = %s"
+                " UNION ALL SELECT key, 'text', 1 FROM memory_versions"
+                " WHERE tenant_id = %s AND scope = %s AND owner = %s AND content_hash = %s"
+                " AND is_current) x ORDER BY part, key",
+                (*params, folded, *params, content_hash),
             ).fetchall()
-            texts = conn.execute(
-                "SELECT key FROM memory_versions WHERE tenant_id = %s AND scope = %s"
-                " AND owner = %s AND content_hash = %s AND is_current ORDER BY key",
-                (*params, content_hash),
-            ).fetchall()
-        return [(int(r[0]), "alias") for r in aliases] + [(int(r[0]), "text") for r in texts]
+        return [(int(r[0]), str(r[1])) for r in rows]
 
     def load(self, keys: Sequence[int]) -> dict[int, MemoryVersion]:
         out: dict[int, MemoryVersion] = {}
