@@ -267,8 +267,8 @@ class ScopeIndex:
             found = [(key, i) for key, i in found if self.has_vec[i]]
             if not found:
                 return {}
-            scores = self.vec[[i for _, i in found]] @ query
-            return {key: float(score) for (key, _), score in zip(found, scores, strict=True)}
+            scores = (self.vec[[i for _, i in found]] @ query).tolist()
+            return {key: score for (key, _), score in zip(found, scores, strict=True)}
 
     def _set_family_status(self, family: str, status: Status) -> None:
         code = STATUS_CODES[status]
@@ -358,4 +358,5 @@ class ScopeIndex:
         take = min(limit, idx.size)
         top = np.argpartition(-chosen, take - 1)[:take] if take < idx.size else np.arange(idx.size)
         top = top[np.lexsort((idx[top], -chosen[top]))]
-        return [Candidate(int(self.keys[idx[t]]), float(chosen[t])) for t in top], int(idx.size)
+        keys, values = self.keys[idx[top]].tolist(), chosen[top].tolist()  # no per-item numpy
+        return [Candidate(k, v) for k, v in zip(keys, values, strict=True)], int(idx.size)
