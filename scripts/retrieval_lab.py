@@ -554,16 +554,13 @@ BEST = Variant(
     note="nb + plain + dates + lse + rocchio + session vector.",
 )
 
-#: What ships now: context keys of the previous turn, dates, question words, log-sum-exp
-#: session aggregate, one Rocchio pass.
-SHIPPED2 = Variant(
+#: What ships now: BEST without the two levers a store cannot keep at write time (next-turn
+#: neighbours, session centroids), with the previous turn's keys instead.
+SHIPPED2 = dataclasses.replace(
+    BEST,
+    neighbours=0.0,
+    session_vector=0.0,
     prev_keys=1.0,
-    plain=True,
-    dates=True,
-    aggregate="lse",
-    aggregate_weight=1.0,
-    aggregate_tau=0.05,
-    rocchio=0.5,
     note="Second round as shipped: previous-turn context keys + plain + dates + lse + rocchio.",
 )
 VARIANTS = {
