@@ -198,7 +198,7 @@ def test_recall_001_large_scope_text_is_exact_when_provable_and_labelled_when_bo
 
 
 def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistics(
-    schema: str,
+    schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A small scope without term statistics counts document frequencies and scores in one
     statement; its page equals the one the statistics path gives (filtered-out and stale rows
@@ -215,7 +215,18 @@ def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistic
     queries = [("orchid garden", Filters()), ("tomatoes basil", Filters())]
     queries += [("orchid", Filters(tags=frozenset({"x"}))), ("nothing matches", Filters())]
     queries += [("orchid", Filters(kinds=frozenset({Kind.PREFERENCE})))]  # matches, none pass
+    sent: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def counting(conn: psycopg.Connection[Any], query: Any, *args: Any, **kw: Any) -> Any:
+        sent.append(str(query))
+        return execute(conn, query, *args, **kw)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counting)
     small = [store.text_candidates(ref, q, flt, 8) for q, flt in queries]
+    monkeypatch.undo()
+    # per query: the scope's statistics, then one statement that counts and scores
+    assert len(sent) == 2 * len(queries)
     with psycopg.connect(schema) as conn:
         track_terms(conn, ref)
     tracked = [store.text_candidates(ref, q, flt, 8) for q, flt in queries]
