@@ -90,6 +90,14 @@ def _found(rows: Sequence[Any], *, sign: float) -> Found:
     return candidates, {int(r[0]): (None if r[2] is None else str(r[2])) for r in rows}
 
 
+def bm25_term(idf: str, tf: str, length: str) -> str:
+    """One term's Okapi BM25 contribution as SQL over the given columns (parameters ``k1``,
+    ``b`` and ``avgdl``): the formula of :mod:`quipu.retrieval.bm25`, shared by every text
+    query here so they cannot drift apart."""
+    norm = f"%(k1)s * (1 - %(b)s + %(b)s * {length} / %(avgdl)s)"
+    return f"{idf} * {tf} * (%(k1)s + 1) / ({tf} + {norm})"
+
+
 def ann_index_name(ref: ScopeRef, pin: EmbeddingPin) -> str:
     """The deterministic name of one scope's partial HNSW index."""
     raw = "\x1f".join((ref.tenant_id, ref.scope.value, ref.owner, pin.model_id, str(pin.dimension)))
@@ -254,8 +262,7 @@ def bm25(
             )
         candidates = f"m.tenant_id = %(t)s AND m.key IN ({recent})"
     found = conn.execute(
-        "SELECT m.key, sum(q.idf * u.tf * (%(k1)s + 1) / (u.tf + %(k1)s"
-        f" * (1 - %(b)s + %(b)s * m.term_count / %(avgdl)s))) AS score, {SESSION}"
+        f"SELECT m.key, sum({bm25_term('q.idf', 'u.tf', 'm.term_count')}) AS score, {SESSION}"
         " FROM memory_versions m CROSS JOIN LATERAL ("
         "  SELECT lexeme, cardinality(positions) AS tf"
         "  FROM unnest(ts_filter(setweight(m.terms, 'A', %(lex)s), '{a}'))) AS u"
@@ -314,8 +321,7 @@ def small_scope_bm25(
         # one row even when nothing passes the filters, to carry the match count
         " SELECT s.key, s.score, s.session, t.matched"
         " FROM (SELECT coalesce(sum(df), 0) AS matched FROM q) t LEFT JOIN LATERAL ("
-        "  SELECT h.key, sum(q.idf * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s"
-        "  * (1 - %(b)s + %(b)s * h.term_count / %(avgdl)s))) AS score, h.session"
+        f"  SELECT h.key, sum({bm25_term('q.idf', 'h.tf', 'h.term_count')}) AS score, h.session"
         "  FROM hit h JOIN q USING (lexeme) WHERE h.ok"
         "  GROUP BY h.key, h.session ORDER BY score DESC, h.key LIMIT %(limit)s) s ON true"
         " ORDER BY s.score DESC, s.key",
