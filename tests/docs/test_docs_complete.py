@@ -44,10 +44,11 @@ def test_api_002_every_http_route_is_documented(tmp_path: Path) -> None:
     from quipu.service import MemoryService
     from quipu.storage.sqlite.store import SQLiteStore
     from quipu.surfaces.http.app import create_app
+    from quipu.surfaces.http.auth import local_resolver
 
     settings = load_settings({"database": str(tmp_path / "d.db")}, environ={})
     store = SQLiteStore(settings.database)
-    api = create_app(MemoryService(store, None), lambda _r: local_principal(settings))
+    api = create_app(MemoryService(store, None), local_resolver(local_principal(settings)))
     text = (DOCS / "http-api.md").read_text()
     missing = []
     for path, methods in api.openapi()["paths"].items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,9 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from quipu.composition import load_settings, local_principal
+from quipu.core.records import Principal
 from quipu.service import Limits, MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
+from quipu.surfaces.http.auth import local_resolver
+from quipu.surfaces.http.deps import PrincipalResolver
 
 
 @pytest.fixture
@@ -19,7 +23,7 @@ def client(tmp_path: Path, local_embedder) -> Iterator[TestClient]:  # type: ign
     settings = load_settings({"database": str(tmp_path / "h.db")}, environ={})
     service = MemoryService(SQLiteStore(settings.database), local_embedder, Limits())
     principal = local_principal(settings, "http")
-    app = create_app(service, lambda _r: principal, max_body_bytes=64_000)
+    app = create_app(service, local_resolver(principal), max_body_bytes=64_000)
     with TestClient(app, raise_server_exceptions=False) as c:
         yield c
     service.store.close()
@@ -159,3 +163,30 @@ def test_session_001_http_turns_promote_and_jobs(tmp_path: Path, local_embedder)
         )
         assert c.post("/v1/jobs/nope/cancel").status_code == 404
     runtime.close()
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+def test_api_002_principal_resolves_on_the_loop_unless_it_blocks(
+    tmp_path: Path, blocking: bool
+) -> None:
+    """Local mode resolves its fixed principal on the event loop (one thread hop fewer per
+    request); a resolver that reads the store (bearer credentials) runs in a worker thread,
+    so it never stalls the loop."""
+    settings = load_settings({"database": str(tmp_path / "p.db")}, environ={})
+    service = MemoryService(SQLiteStore(settings.database), None, Limits())
+    principal = local_principal(settings, "http")
+    on_loop: list[bool] = []
+
+    def resolve(_request: object) -> Principal:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        return principal
+
+    app = create_app(service, PrincipalResolver(resolve, blocking=blocking))
+    with TestClient(app) as c:
+        assert c.get("/v1/memories").status_code == 200
+    service.store.close()
+    assert on_loop == [not blocking]

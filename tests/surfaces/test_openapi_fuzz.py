@@ -16,12 +16,13 @@ from quipu.embeddings.local import LocalEmbedder
 from quipu.service import Limits, MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
+from quipu.surfaces.http.auth import local_resolver
 
 _dir = tempfile.TemporaryDirectory(prefix="quipu-fuzz-")
 _settings = load_settings({"database": str(Path(_dir.name) / "fuzz.db")}, environ={})
 _service = MemoryService(SQLiteStore(_settings.database), LocalEmbedder(), Limits())
 _principal = local_principal(_settings, "http")
-_app = create_app(_service, lambda _r: _principal)
+_app = create_app(_service, local_resolver(_principal))
 _service.remember(_principal, "a seed memory so reads have something to find")
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", _app)

@@ -38,6 +38,8 @@ from quipu.remote import Client, MemoryClient, error_from_response, memory_from_
 from quipu.service import Limits, MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
+from quipu.surfaces.http.auth import local_resolver
+from quipu.surfaces.http.deps import PrincipalResolver
 from tests.support.live_server import LiveServer
 
 
@@ -55,7 +57,7 @@ def _serve(database: Path, embedder: LocalEmbedder) -> Iterator[Remote]:
     settings = load_settings({"database": str(database)}, environ={})
     service = MemoryService(SQLiteStore(settings.database), embedder, Limits())
     principal = local_principal(settings, "http")
-    server = LiveServer(create_app(service, lambda _request: principal))
+    server = LiveServer(create_app(service, local_resolver(principal)))
     client = Client(server.url)
     try:
         yield Remote(client, service, principal, server.url)
@@ -273,7 +275,7 @@ def test_api_006_the_key_is_sent_as_a_bearer_credential(
             raise Unauthorized("unknown credential") from None
 
     service = MemoryService(SQLiteStore(tmp_path / "keys.db"), local_embedder, Limits())
-    server = LiveServer(create_app(service, resolve))
+    server = LiveServer(create_app(service, PrincipalResolver(resolve, blocking=True)))
     try:
         with Client(server.url, "key-a") as good:
             assert good.remember("Agent a was here").provenance.key_id == "key-a"

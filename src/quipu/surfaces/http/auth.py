@@ -18,7 +18,7 @@ def local_resolver(principal: Principal) -> PrincipalResolver:
     def resolve(_request: Request) -> Principal:
         return principal
 
-    return resolve
+    return PrincipalResolver(resolve, blocking=False)
 
 
 def bearer_resolver(access: Access) -> PrincipalResolver:
@@ -32,7 +32,7 @@ def bearer_resolver(access: Access) -> PrincipalResolver:
             "http",
         )
 
-    return resolve
+    return PrincipalResolver(resolve, blocking=True)
 
 
 def authenticate_header(

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from quipu.core.records import Principal
 from quipu.service import MemoryService
 
-PrincipalResolver = Callable[[Request], Principal]
+
+@dataclass(frozen=True)
+class PrincipalResolver:
+    """How a request's principal is found. ``blocking``: resolving reads the store (bearer
+    credentials), so it runs in a worker thread; otherwise (local mode) it runs on the event
+    loop and the request skips one thread hop."""
+
+    resolve: Callable[[Request], Principal]
+    blocking: bool
 
 
 async def service(request: Request) -> MemoryService:
@@ -19,6 +29,8 @@ async def service(request: Request) -> MemoryService:
     return svc
 
 
-def principal(request: Request) -> Principal:
-    resolve: PrincipalResolver = request.app.state.resolve_principal
-    return resolve(request)
+async def principal(request: Request) -> Principal:
+    resolver: PrincipalResolver = request.app.state.resolve_principal
+    if resolver.blocking:
+        return await run_in_threadpool(resolver.resolve, request)
+    return resolver.resolve(request)
