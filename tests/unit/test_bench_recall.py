@@ -3,16 +3,18 @@ all in its JSON (load rate, latency in the big scope and in a small tenant, byte
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from typer.testing import CliRunner
 
 from quipu.embeddings.local import LocalEmbedder
-from quipu.evals.http_load import cpu_seconds
+from quipu.evals.http_load import _drive, cpu_seconds
 from quipu.evals.perf import SentenceVectors, sentence
 from quipu.surfaces.cli.app import app
 
@@ -74,3 +76,39 @@ def test_bench_http_reads_a_process_cpu_time() -> None:
     sum(i * i for i in range(200_000))
     assert cpu_seconds(os.getpid()) >= before > 0
     assert cpu_seconds(2**22 + 12345) == 0.0  # no such process
+
+
+def test_bench_http_load_generator_frames_responses_and_counts_statuses() -> None:
+    """The raw HTTP/1.1 client of `bench http` reads each answer whole on a kept-alive
+    connection (body length from Content-Length) and counts statuses, 5xx included."""
+    seen: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            body = await reader.readexactly(length)
+            seen.append(body)
+            status, answer = (503, b'{"error":"busy"}') if b'"n": 2' in body else (200, b"{}" * 50)
+            writer.write(
+                f"HTTP/1.1 {status} X\r\nContent-Length: {len(answer)}\r\n\r\n".encode() + answer
+            )
+            await writer.drain()
+        writer.close()
+
+    async def main() -> dict[str, Any]:
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            return await _drive(f"http://127.0.0.1:{port}", 2, 5, lambda i: ("/x", {"n": i}))
+        finally:
+            server.close()
+
+    result = asyncio.run(main())
+    assert sorted(json.loads(b)["n"] for b in seen) == [0, 1, 2, 3, 4]
+    assert result["status_counts"] == {"200": 4, "503": 1}
+    assert result["server_errors"] == 1 and result["ok_responses"] == 4
+    assert result["requests"] == 5 and result["latency_ms"]["p50"] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import os
 import random
 import socket
@@ -65,26 +66,58 @@ def start_server(
     raise RuntimeError("server did not become healthy in 60 s")
 
 
+async def _exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> int:
+    """Send one HTTP/1.1 request on a kept-alive connection, read the whole response, return
+    its status. Content-Length framing only: every Quipu response carries one."""
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return status
+
+
 async def _drive(
     url: str, concurrency: int, total: int, make: Callable[[int], tuple[str, dict[str, Any]]]
 ) -> dict[str, Any]:
+    """``concurrency`` kept-alive connections, each sending its next request as soon as the
+    last answer is read, until ``total`` requests are done.
+
+    A raw asyncio HTTP/1.1 client, not httpx: the load generator shares the two cores with
+    the server, and httpx spent ~1.3 ms of CPU per request (this client: ~0.15 ms), time the
+    server's own figures would otherwise pay for."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     counter = iter(range(total))
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
 
-        async def worker() -> None:
+    async def worker() -> None:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
             for i in counter:
                 path, body = make(i)
+                data = json.dumps(body).encode()
+                request = (
+                    f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\n"
+                    f"content-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+                ).encode() + data
                 start = time.perf_counter()
-                r = await client.post(path, json=body)
+                status = await asyncio.wait_for(_exchange(reader, writer, request), 30)
                 latencies.append((time.perf_counter() - start) * 1000)
-                statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+                statuses[status] = statuses.get(status, 0) + 1
+        finally:
+            writer.close()
 
-        began = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - began
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - began
     return {
         "concurrency": concurrency,
         "requests": total,
