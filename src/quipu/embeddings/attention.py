@@ -1,0 +1,151 @@
+"""Fuse the bundled model's self-attention into ONNX Runtime's ``MultiHeadAttention``.
+
+The packaged graph is a torch export: each layer's attention is spelt out in ~40 small
+nodes (reshapes and transposes of the heads, a key transpose through shape arithmetic, a
+scale on each side of the score product, an additive mask built from ``attention_mask``, a
+NaN guard after the softmax). ONNX Runtime's own optimizer does not recognise that shape,
+and with a query of ~17 word pieces the per-node overhead is a large share of the run.
+:func:`fuse_attention` replaces each layer's chain, from the projected query, key and value
+to the re-merged heads, with one ``MultiHeadAttention`` node (same heads, same scale) and
+drops what no longer feeds the output.
+
+The mask is dropped with it. That is exact only because the embedder never pads: it runs one
+text at a time with an all-ones ``attention_mask`` (see :mod:`quipu.embeddings.local`), so the
+mask adds zero to every score and the NaN guard never fires.
+
+Measured on 2 Xeon cores, one thread, 17-piece query: 1.99 ms before, 1.44 ms after (with
+``SkipLayerNormFusion`` off, see ``local.py``); vectors agree at cosine > 0.99 (the 8-bit
+activations round a little differently when float sums change order).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy.typing as npt
+import onnx
+from onnx import helper, numpy_helper
+
+_DOMAIN = "com.microsoft"
+_HEADS = 12  # all-MiniLM-L6-v2: 384 = 12 heads x 32
+_SHAPE_OPS = ("Reshape", "Transpose")
+
+
+def fuse_attention(model_bytes: bytes) -> tuple[bytes, int]:
+    """The model with each recognised attention block made one ``MultiHeadAttention`` node,
+    and how many were fused (0: nothing matched and the model comes back unchanged)."""
+    model = onnx.load_from_string(model_bytes)
+    graph = model.graph
+    producers = {output: node for node in graph.node for output in node.output}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+
+    fused: dict[str, onnx.NodeProto] = {}  # the re-merging Reshape's output -> its replacement
+    for softmax in (node for node in graph.node if node.op_type == "Softmax"):
+        block = _attention_block(softmax, producers, consumers, constants)
+        if block is None:
+            continue
+        query, key, value, scale, output = block
+        fused[output] = helper.make_node(
+            "MultiHeadAttention",
+            [query, key, value],
+            [output],
+            name=f"fused_attention_{len(fused)}",
+            domain=_DOMAIN,
+            num_heads=_HEADS,
+            scale=scale,
+        )
+    if not fused:
+        return model_bytes, 0
+    nodes = [fused.get(node.output[0], node) if node.output else node for node in graph.node]
+    live = _live(nodes, {output.name for output in graph.output})
+    kept_nodes = [node for node in nodes if id(node) in live]
+    used = {name for node in kept_nodes for name in node.input}
+    kept_constants = [t for t in graph.initializer if t.name in used]
+    del graph.node[:]
+    graph.node.extend(kept_nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(kept_constants)
+    if not any(opset.domain == _DOMAIN for opset in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(_DOMAIN, 1))
+    return model.SerializeToString(), len(fused)
+
+
+def _attention_block(
+    softmax: onnx.NodeProto,
+    producers: dict[str, onnx.NodeProto],
+    consumers: dict[str, list[onnx.NodeProto]],
+    constants: dict[str, npt.NDArray[Any]],
+) -> tuple[str, str, str, float, str] | None:
+    """(query, key, value, scale, merged output) of the block around ``softmax``, or None
+    when the block is not the exported shape this module knows."""
+    masked = producers.get(softmax.input[0])
+    if masked is None or masked.op_type != "Add":
+        return None
+    scores = next(
+        (producers[n] for n in masked.input if n in producers and producers[n].op_type == "MatMul"),
+        None,
+    )
+    if scores is None:
+        return None
+    sides = [_scaled(producers.get(name), constants) for name in scores.input]
+    if sides[0] is None or sides[1] is None:
+        return None
+    (query_heads, query_scale), (key_heads, key_scale) = sides[0], sides[1]
+    probabilities = softmax.output[0]
+    guard = next((n for n in consumers.get(probabilities, []) if n.op_type == "Where"), None)
+    weights = guard.output[0] if guard is not None else probabilities
+    context = next((n for n in consumers.get(weights, []) if n.op_type == "MatMul"), None)
+    if context is None or context.input[0] != weights:
+        return None
+    merge = _single_consumer(context.output[0], consumers, "Transpose")
+    merged = _single_consumer(merge.output[0], consumers, "Reshape") if merge else None
+    if merged is None:
+        return None
+    query = _through_shapes(query_heads, producers)
+    key = _through_shapes(key_heads, producers)
+    value = _through_shapes(context.input[1], producers)
+    return query, key, value, query_scale * key_scale, merged.output[0]
+
+
+def _scaled(
+    node: onnx.NodeProto | None, constants: dict[str, npt.NDArray[Any]]
+) -> tuple[str, float] | None:
+    """``x * c`` with a constant scalar ``c``: (x, c)."""
+    if node is None or node.op_type != "Mul":
+        return None
+    left, right = node.input
+    for tensor, constant in ((left, right), (right, left)):
+        value = constants.get(constant)
+        if value is not None and value.size == 1:
+            return tensor, float(value.reshape(-1)[0])
+    return None
+
+
+def _single_consumer(
+    name: str, consumers: dict[str, list[onnx.NodeProto]], op_type: str
+) -> onnx.NodeProto | None:
+    found = consumers.get(name, [])
+    return found[0] if len(found) == 1 and found[0].op_type == op_type else None
+
+
+def _through_shapes(name: str, producers: dict[str, onnx.NodeProto]) -> str:
+    """The tensor ``name`` was reshaped/transposed from: the projection before the heads split."""
+    node = producers.get(name)
+    while node is not None and node.op_type in _SHAPE_OPS:
+        name = node.input[0]
+        node = producers.get(name)
+    return name
+
+
+def _live(nodes: list[onnx.NodeProto], outputs: set[str]) -> set[int]:
+    """Ids of the nodes the graph outputs depend on (nodes are in topological order)."""
+    needed, live = set(outputs), set()
+    for node in reversed(nodes):
+        if any(name in needed for name in node.output):
+            live.add(id(node))
+            needed.update(node.input)
+    return live
