@@ -121,6 +121,19 @@ def _established(pid: int, port: int) -> int:
     return count
 
 
+def _wait_until_every_worker_answers(proc: subprocess.Popen[bytes], port: int) -> None:
+    """/healthz answers as soon as one worker is up; wait until each has taken a connection."""
+    answered: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(answered) < 2:  # --workers 2
+        assert time.monotonic() < deadline, f"only {answered} answered"
+        with socket.create_connection(("127.0.0.1", port)) as conn:
+            conn.sendall(f"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n".encode())
+            assert conn.recv(64).startswith(b"HTTP/1.1 200")
+            answered.update(pid for pid in _workers(proc) if _established(pid, port))
+        time.sleep(0.05)
+
+
 def test_two_workers_share_connections_opened_together(tmp_path: Path) -> None:
     """Eight kept-alive connections opened at once are spread over both workers, not taken
     by whichever woke first (SharedAcceptLoop; with asyncio's own loop one worker took
@@ -140,6 +153,7 @@ def test_two_workers_share_connections_opened_together(tmp_path: Path) -> None:
         return counts
 
     with _serve_two_workers(tmp_path) as (proc, port):
+        _wait_until_every_worker_answers(proc, port)
         counts = asyncio.run(hold_connections(port))
     # (the supervisor may have a helper child besides the two workers, holding none)
     assert sum(counts) == 8 and sorted(counts)[-2] >= 3, counts
