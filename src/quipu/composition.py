@@ -148,7 +148,7 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
         return MemoryService(
             store,
             embedder if embedder is not None else build_embedder(settings),
-            Limits.from_settings(settings),
+            Limits.from_settings(settings, cpus=os.cpu_count() or 1),
         )
     except BaseException:
         store.close()

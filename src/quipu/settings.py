@@ -174,6 +174,14 @@ class Settings(BaseModel):
         description="Processes `quipu serve` answers requests with (uvicorn workers); each "
         "loads the embedding model, so memory grows with them.",
     )
+    recall_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="Recalls one process runs at once; more wait their turn. Empty: the CPU "
+        "count divided by `workers` (at least 1). A recall is CPU work, and threads beyond the "
+        "cores only contend for them and for Python's interpreter lock.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Server log level."
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 import multiprocessing
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,3 +146,61 @@ def test_mem_005_rate_limit_is_shared_across_processes(tmp_path: Path) -> None:
         p.join(timeout=120)
         assert p.exitcode == 0
     assert sum(out.get(timeout=5) for _ in procs) == 10
+
+
+class _CountingEmbedder:
+    """The real embedder, counting how many query embeddings run at once (each held for a
+    moment, so that recalls allowed to overlap do)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model_id, self.dimension = inner.model_id, inner.dimension
+        self.running = self.most = 0
+        self.lock = threading.Lock()
+
+    def embed_batch(self, texts: Any) -> Any:
+        return self.inner.embed_batch(texts)
+
+    def embed_query(self, text: str) -> Any:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            time.sleep(0.02)
+            return self.inner.embed_query(text)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+@pytest.mark.parametrize("slots", [1, 3])
+def test_recall_concurrency_bounds_the_recalls_running_at_once(
+    make_store, local_embedder, alice: Principal, slots: int
+) -> None:  # type: ignore[no-untyped-def]
+    counting = _CountingEmbedder(local_embedder)
+    svc = MemoryService(make_store(), counting, Limits(recall_concurrency=slots))
+    svc.remember(alice, "Dana prefers window seats")
+    barrier = threading.Barrier(6)
+
+    def reader(n: int) -> None:
+        barrier.wait()
+        for i in range(3):
+            assert svc.recall(alice, f"where does Dana sit? {n} {i}").results
+
+    threads = [threading.Thread(target=reader, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counting.most == slots  # six readers, never more than the slots, and all of them
+
+
+def test_recall_concurrency_defaults_to_the_cores_each_worker_process_has() -> None:
+    from quipu.composition import load_settings
+
+    def slots(cpus: int, **values: Any) -> int:
+        return Limits.from_settings(load_settings(values, environ={}), cpus=cpus).recall_concurrency
+
+    assert slots(2) == 2 and slots(2, workers=2) == 1 and slots(8, workers=3) == 2
+    assert slots(1, workers=4) == 1  # never zero
+    assert slots(2, workers=2, recall_concurrency=4) == 4  # an explicit setting wins
