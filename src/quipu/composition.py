@@ -148,7 +148,11 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
         return MemoryService(
             store,
             embedder if embedder is not None else build_embedder(settings),
-            Limits.from_settings(settings, cpus=os.cpu_count() or 1),
+            Limits.from_settings(
+                settings,
+                cpus=os.cpu_count() or 1,
+                embedded=not is_postgres_url(settings.database),
+            ),
         )
     except BaseException:
         store.close()

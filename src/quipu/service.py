@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -76,13 +77,16 @@ class Limits:
     temporal_boost: float = 0.2
     session_weight: float = 1.0
     feedback_weight: float = 0.5
-    recall_concurrency: int = 2
+    recall_concurrency: int | None = None  # None: no bound
 
     @classmethod
-    def from_settings(cls, s: Settings, cpus: int = 1) -> Limits:
-        """``cpus``: this machine's processor count, for ``recall_concurrency``'s default."""
+    def from_settings(cls, s: Settings, *, cpus: int = 1, embedded: bool = True) -> Limits:
+        """``cpus``: this machine's processor count; ``embedded``: the store searches in this
+        process (SQLite). Both set ``recall_concurrency`` when the setting is empty: an
+        embedded recall is all CPU, so one per core of each worker process; a PostgreSQL
+        recall mostly waits for the database, so no bound beyond its connection pool."""
         values = {name: getattr(s, name) for name in cls.__dataclass_fields__}
-        if s.recall_concurrency is None:
+        if s.recall_concurrency is None and embedded:
             values["recall_concurrency"] = max(1, cpus // s.workers)
         return cls(**values)
 
@@ -105,7 +109,10 @@ class MemoryService:
             store.pin_embedding(EmbeddingPin(embedder.model_id, embedder.dimension))
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self._recall_slots = threading.BoundedSemaphore(self.limits.recall_concurrency)
+        slots = self.limits.recall_concurrency
+        self._recall_slots: AbstractContextManager[Any] = (
+            threading.BoundedSemaphore(slots) if slots is not None else nullcontext()
+        )
 
     def _search_pool(self) -> ThreadPoolExecutor:
         """Threads for the keyword search of concurrent recalls, started on first use."""
@@ -379,7 +386,7 @@ class MemoryService:
 
         At most ``recall_concurrency`` run at once; the rest wait here. Measured on 2 cores,
         `quipu serve --workers 2`, 8 concurrent clients: one recall per process at a time gave
-        266 requests/s at p95 39 ms, no limit 220 requests/s at p95 60 ms (docs/benchmarks.md).
+        245-266 requests/s at p95 39-51 ms, no bound ~220 at p95 ~60 ms (docs/benchmarks.md).
         """
         started = time.perf_counter()
         with self._recall_slots:

@@ -178,9 +178,10 @@ class Settings(BaseModel):
         None,
         ge=1,
         le=256,
-        description="Recalls one process runs at once; more wait their turn. Empty: the CPU "
-        "count divided by `workers` (at least 1). A recall is CPU work, and threads beyond the "
-        "cores only contend for them and for Python's interpreter lock.",
+        description="Recalls one process runs at once; more wait their turn. Empty: on SQLite "
+        "the CPU count divided by `workers` (at least 1), since an embedded recall is CPU work "
+        "and threads beyond the cores only contend for them and for Python's interpreter lock; "
+        "on PostgreSQL no bound beyond the connection pool.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Server log level."

@@ -198,9 +198,12 @@ def test_recall_concurrency_bounds_the_recalls_running_at_once(
 def test_recall_concurrency_defaults_to_the_cores_each_worker_process_has() -> None:
     from quipu.composition import load_settings
 
-    def slots(cpus: int, **values: Any) -> int:
-        return Limits.from_settings(load_settings(values, environ={}), cpus=cpus).recall_concurrency
+    def slots(cpus: int, embedded: bool = True, **values: Any) -> int | None:
+        settings = load_settings(values, environ={})
+        return Limits.from_settings(settings, cpus=cpus, embedded=embedded).recall_concurrency
 
     assert slots(2) == 2 and slots(2, workers=2) == 1 and slots(8, workers=3) == 2
     assert slots(1, workers=4) == 1  # never zero
     assert slots(2, workers=2, recall_concurrency=4) == 4  # an explicit setting wins
+    assert slots(2, embedded=False) is None  # PostgreSQL: bounded by its connection pool
+    assert slots(2, embedded=False, recall_concurrency=3) == 3
