@@ -386,7 +386,7 @@ class MemoryService:
 
         At most ``recall_concurrency`` run at once; the rest wait here. Measured on 2 cores,
         `quipu serve --workers 2`, 8 concurrent clients: one recall per process at a time gave
-        245-266 requests/s at p95 39-51 ms, no bound ~220 at p95 ~60 ms (docs/benchmarks.md).
+        239-266 requests/s at p95 39-51 ms, no bound ~220 at p95 ~60 ms (docs/benchmarks.md).
         """
         started = time.perf_counter()
         with self._recall_slots:
