@@ -9,6 +9,7 @@ from quipu.core.query import Candidate
 
 #: The RRF constant; 60 is the value of the original paper and of most hybrid engines.
 RRF_K = 60
+_SEMANTIC, _TEXT, _BOTH = ("semantic",), ("text",), ("semantic", "text")
 
 
 def rrf(
@@ -52,23 +53,27 @@ def score_fusion(
     """
     top_text = max((c.score for c in text), default=0.0)
     floor = min((c.score for c in semantic), default=0.0)
-    cosine = {c.key: c.score for c in semantic}
     keyword = {c.key: c.score / top_text for c in text} if top_text > 0 else {}
-    scores: dict[int, float] = {}
-    found: dict[int, tuple[str, ...]] = {}
-    for key in dict.fromkeys([*cosine, *(c.key for c in text)]):
-        labels = tuple(
-            name for name, table in (("semantic", cosine), ("text", keyword)) if key in table
-        )
-        score = weight_vector * cosine.get(key, floor) + weight_text * keyword.get(key, 0.0)
-        bonus = boosts.get(key, 0.0) if boosts else 0.0
-        if bonus:
-            score += bonus
-            labels += ("time",)
-        scores[key] = score
-        found[key] = labels
-    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [(key, score, found[key]) for key, score in ordered]
+    # One pass per list with the labels prebuilt: this runs twice per recall over ~200 keys.
+    fused: dict[int, tuple[float, tuple[str, ...]]] = {}
+    for key, cosine in {c.key: c.score for c in semantic}.items():
+        share = keyword.get(key)
+        if share is None:
+            fused[key] = (weight_vector * cosine, _SEMANTIC)
+        else:
+            fused[key] = (weight_vector * cosine + weight_text * share, _BOTH)
+    low = weight_vector * floor
+    for c in text:
+        if c.key not in fused:
+            share = keyword.get(c.key)
+            fused[c.key] = (low, ()) if share is None else (low + weight_text * share, _TEXT)
+    if boosts:
+        for key, bonus in boosts.items():
+            entry = fused.get(key)
+            if entry is not None and bonus:
+                fused[key] = (entry[0] + bonus, (*entry[1], "time"))
+    ordered = sorted(fused.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    return [(key, score, labels) for key, (score, labels) in ordered]
 
 
 def session_aggregate(
