@@ -3,7 +3,8 @@
 Vectors are float32 blobs on each version row. Search runs on an in-process :class:`ScopeIndex` per
 scope (exact cosine and BM25 with the scope's own statistics), loaded on first use and kept
 current by this process's own writes. A ``generation`` per scope tells the cache when another
-process wrote.
+process wrote, and ``scope_log`` what it wrote: the cache replays those generations instead of
+reloading the scope (a 10k-row scope took ~0.1 s to reload on 2 cores).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from quipu.storage.timecodec import FOREVER, from_micros_opt, to_micros, to_micr
 _LIVE = tuple(s.value for s in LIVE)
 _HIDDEN = ("unavailable", "quarantined", "candidate")
 _CHUNK = 500
+#: Generations of each scope kept in ``scope_log``; a process further behind reloads the scope.
+_LOG_KEPT = 1024
 
 
 class SQLiteStore(ControlTables, WorkTables):
@@ -60,6 +63,9 @@ class SQLiteStore(ControlTables, WorkTables):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._timeout = busy_timeout
         self._cache_rows = cache_rows
+        #: Scope indexes loaded whole, and brought up to date from ``scope_log`` (diagnostics).
+        self.rebuilds = 0
+        self.catch_ups = 0
         self._write_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._local = threading.local()
@@ -226,6 +232,7 @@ class SQLiteStore(ControlTables, WorkTables):
                     )
             key, terms = self._write_version(c, ref, memory, vector, embedding_key)
             generation = self._bump(c, ref, 1 if live else 0)
+            self._log(c, ref, generation, key, None)
             self._cache_add(ref, generation, key, memory, None, vector, terms)
         return WriteResult(memory, created=True)
 
@@ -300,6 +307,7 @@ class SQLiteStore(ControlTables, WorkTables):
             new = replace(new, embedding_model=current.embedding_model)
         key, terms = self._write_version(c, ref, new, vector, embedding_key)
         generation = self._bump(c, ref, int(is_live) - int(was_live))
+        self._log(c, ref, generation, key, row["key"])
         self._cache_retire(ref, row["key"], end)
         self._cache_add(ref, generation, key, new, row["key"], vector, terms)
         return new
@@ -362,6 +370,24 @@ class SQLiteStore(ControlTables, WorkTables):
             (ref.tenant_id, ref.scope.value, ref.owner, live_delta),
         ).fetchone()
         return int(row[0])
+
+    def _log(
+        self, c: sqlite3.Connection, ref: ScopeRef, generation: int, added: int, retired: int | None
+    ) -> None:
+        """Record what ``generation`` changed, for other processes' indexes (``scope_log``),
+        and forget generations older than the last :data:`_LOG_KEPT`."""
+        params = (ref.tenant_id, ref.scope.value, ref.owner)
+        c.execute(
+            "INSERT INTO scope_log (tenant_id, scope, owner, generation, added, retired)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (*params, generation, added, retired),
+        )
+        if generation % _LOG_KEPT == 0:
+            c.execute(
+                "DELETE FROM scope_log WHERE tenant_id = ? AND scope = ? AND owner = ?"
+                " AND generation <= ?",
+                (*params, generation - _LOG_KEPT),
+            )
 
     def _live_count(self, c: sqlite3.Connection, ref: ScopeRef) -> int:
         row = c.execute(
@@ -452,9 +478,7 @@ class SQLiteStore(ControlTables, WorkTables):
             return
         with index.lock:
             if index.generation != generation - 1:
-                with self._index_lock:
-                    self._indexes.pop(ref, None)
-                return
+                return  # another process wrote in between: the next read replays the log
             if vector is None and previous_key is not None:
                 vector = index.vector_of(previous_key)
             index.add(_row(key, memory, memory.invalid_at, terms), vector)
@@ -476,13 +500,69 @@ class SQLiteStore(ControlTables, WorkTables):
         generation = int(row[0]) if row else 0
         with self._index_lock:
             index = self._indexes.get(ref)
-            if index is not None and index.generation >= generation:
+            if (
+                index is not None
+                and index.generation < generation
+                and not self._catch_up(conn, ref, pin, index, generation)
+            ):
+                index = None
+            if index is not None:
                 self._indexes.move_to_end(ref)
                 return index
             index = self._build(conn, ref, pin, generation)
+            self.rebuilds += 1
             self._indexes[ref] = index
             self._evict()
             return index
+
+    def _catch_up(
+        self,
+        conn: sqlite3.Connection,
+        ref: ScopeRef,
+        pin: EmbeddingPin | None,
+        index: ScopeIndex,
+        generation: int,
+    ) -> bool:
+        """Replay what other processes wrote to this scope since ``index`` was current
+        (``scope_log``), as this process's own writes would have applied it. False when the
+        log does not cover every generation since (pruned, or a bulk import): reload instead."""
+        params = (ref.tenant_id, ref.scope.value, ref.owner)
+        entries = conn.execute(
+            "SELECT generation, added, retired FROM scope_log WHERE tenant_id = ? AND scope = ?"
+            " AND owner = ? AND generation > ? ORDER BY generation",
+            (*params, index.generation),
+        ).fetchall()
+        steps = [int(e[0]) for e in entries]
+        if steps != list(range(index.generation + 1, index.generation + 1 + len(steps))):
+            return False
+        if not steps or steps[-1] < generation:
+            return False
+        keys = [int(e[1]) for e in entries] + [int(e[2]) for e in entries if e[2] is not None]
+        marks = ",".join("?" * len(keys))
+        rows = {
+            int(r[0]): r
+            for r in conn.execute(
+                f"SELECT key, valid_to, terms, CASE WHEN embedding_model = ? THEN vector END"
+                f" FROM memory_versions WHERE key IN ({marks})",
+                (pin.model_id if pin else "", *keys),
+            )
+        }
+        added = self.load([int(e[1]) for e in entries])
+        if any(k not in rows for k in keys) or any(int(e[1]) not in added for e in entries):
+            return False
+        with index.lock:
+            for _, key, retired in entries:
+                memory = added[int(key)]
+                if retired is not None:
+                    index.retire(int(retired), rows[int(retired)][1])
+                _, _, terms, blob = rows[int(key)]
+                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
+                if vector is None and retired is not None:
+                    vector = index.vector_of(int(retired))
+                index.add(_row(int(key), memory, memory.invalid_at, (terms or "").split()), vector)
+            index.generation = steps[-1]
+        self.catch_ups += 1
+        return True
 
     def _build(
         self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None, generation: int
