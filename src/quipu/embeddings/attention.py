@@ -20,9 +20,8 @@ activations round a little differently when float sums change order).
 
 from __future__ import annotations
 
-from typing import Any
+import math
 
-import numpy.typing as npt
 import onnx
 from onnx import helper, numpy_helper
 
@@ -35,13 +34,21 @@ def fuse_attention(model_bytes: bytes) -> tuple[bytes, int]:
     """The model with each recognised attention block made one ``MultiHeadAttention`` node,
     and how many were fused (0: nothing matched and the model comes back unchanged)."""
     model = onnx.load_from_string(model_bytes)
+    fused = fuse_attention_in(model)
+    return (model.SerializeToString(), fused) if fused else (model_bytes, 0)
+
+
+def fuse_attention_in(model: onnx.ModelProto) -> int:
+    """:func:`fuse_attention` on a loaded model, in place (each fused block is exact on its
+    own, so a partial match still leaves a correct graph); returns how many were fused. Nodes
+    and constants nothing reads any more are dropped."""
     graph = model.graph
     producers = {output: node for node in graph.node for output in node.output}
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in graph.node:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
-    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    constants = {t.name: t for t in graph.initializer}  # read only where a scalar is needed
 
     fused: dict[str, onnx.NodeProto] = {}  # the re-merging Reshape's output -> its replacement
     for softmax in (node for node in graph.node if node.op_type == "Softmax"):
@@ -59,26 +66,27 @@ def fuse_attention(model_bytes: bytes) -> tuple[bytes, int]:
             scale=scale,
         )
     if not fused:
-        return model_bytes, 0
+        return 0
     nodes = [fused.get(node.output[0], node) if node.output else node for node in graph.node]
     live = _live(nodes, {output.name for output in graph.output})
     kept_nodes = [node for node in nodes if id(node) in live]
     used = {name for node in kept_nodes for name in node.input}
-    kept_constants = [t for t in graph.initializer if t.name in used]
     del graph.node[:]
     graph.node.extend(kept_nodes)
-    del graph.initializer[:]
-    graph.initializer.extend(kept_constants)
+    # Deleted in place: extending a protobuf list copies each tensor (here ~21 MB of weights).
+    for at in reversed(range(len(graph.initializer))):
+        if graph.initializer[at].name not in used:
+            del graph.initializer[at]
     if not any(opset.domain == _DOMAIN for opset in model.opset_import):
         model.opset_import.append(helper.make_opsetid(_DOMAIN, 1))
-    return model.SerializeToString(), len(fused)
+    return len(fused)
 
 
 def _attention_block(
     softmax: onnx.NodeProto,
     producers: dict[str, onnx.NodeProto],
     consumers: dict[str, list[onnx.NodeProto]],
-    constants: dict[str, npt.NDArray[Any]],
+    constants: dict[str, onnx.TensorProto],
 ) -> tuple[str, str, str, float, str] | None:
     """(query, key, value, scale, merged output) of the block around ``softmax``, or None
     when the block is not the exported shape this module knows."""
@@ -112,7 +120,7 @@ def _attention_block(
 
 
 def _scaled(
-    node: onnx.NodeProto | None, constants: dict[str, npt.NDArray[Any]]
+    node: onnx.NodeProto | None, constants: dict[str, onnx.TensorProto]
 ) -> tuple[str, float] | None:
     """``x * c`` with a constant scalar ``c``: (x, c)."""
     if node is None or node.op_type != "Mul":
@@ -120,8 +128,8 @@ def _scaled(
     left, right = node.input
     for tensor, constant in ((left, right), (right, left)):
         value = constants.get(constant)
-        if value is not None and value.size == 1:
-            return tensor, float(value.reshape(-1)[0])
+        if value is not None and math.prod(value.dims) == 1:
+            return tensor, float(numpy_helper.to_array(value).reshape(-1)[0])
     return None
 
 

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from quipu.embeddings.attention import fuse_attention
+from quipu.embeddings.attention import fuse_attention_in
 from quipu.embeddings.base import Embedder, Vectors, check_texts, normalise_rows
-from quipu.embeddings.quantize import dynamic_int8
+from quipu.embeddings.quantize import rewrite_int8
 from quipu.errors import EmbeddingUnavailable
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 """sha256 of the bundled ``data/tokenizer.json``."""
 
 _OUTPUT = "last_hidden_state"
-_LAYERS = 6  # transformer layers of the bundled model, each with one attention block
 
 
 @dataclass(frozen=True)
@@ -135,16 +134,20 @@ class LocalEmbedder(Embedder):
         return runtime
 
     def _load(self) -> _Runtime:
+        import onnx
         import onnxruntime
         from tokenizers import Tokenizer
 
-        verified = _read_verified(self._resolve_model_path(), MODEL_SHA256, what="model")
-        model_bytes, rewritten = dynamic_int8(verified)
-        if not rewritten:
+        # One parsed copy of the model, rewritten in place and serialised once: every extra
+        # copy stays in the process's memory after it is freed.
+        model = onnx.load_from_string(
+            _read_verified(self._resolve_model_path(), MODEL_SHA256, what="model")
+        )
+        if not rewrite_int8(model):
             raise EmbeddingUnavailable("the bundled model has no int8 layers to run as int8")
-        fused_bytes, fused = fuse_attention(model_bytes)
-        if fused == _LAYERS:  # otherwise run the graph as exported: slower, same vectors
-            model_bytes = fused_bytes
+        fuse_attention_in(model)
+        model_bytes = model.SerializeToString()
+        del model
         tokenizer_file = importlib.resources.files("quipu.embeddings") / "data" / "tokenizer.json"
         try:
             tokenizer_bytes = tokenizer_file.read_bytes()

@@ -28,6 +28,12 @@ def dynamic_int8(model_bytes: bytes) -> tuple[bytes, int]:
     """The model with every int8-weight ``MatMul`` made a ``DynamicQuantizeMatMul``, and how
     many were rewritten (0: the model has no such pattern and comes back unchanged)."""
     model = onnx.load_from_string(model_bytes)
+    rewritten = rewrite_int8(model)
+    return (model.SerializeToString(), rewritten) if rewritten else (model_bytes, 0)
+
+
+def rewrite_int8(model: onnx.ModelProto) -> int:
+    """:func:`dynamic_int8` on a loaded model, in place; returns how many were rewritten."""
     graph = model.graph
     initializers = {tensor.name: tensor for tensor in graph.initializer}
     producers = {output: node for node in graph.node for output in node.output}
@@ -53,14 +59,14 @@ def dynamic_int8(model_bytes: bytes) -> tuple[bytes, int]:
         )
         rewritten += 1
     if not rewritten:
-        return model_bytes, 0
+        return 0
     del graph.node[:]
     graph.node.extend(nodes)
     if not any(opset.domain == _DOMAIN for opset in model.opset_import):
         model.opset_import.append(helper.make_opsetid(_DOMAIN, 1))
     # The float32 copies of the weights (Cast, Mul) are now unused; ONNX Runtime's graph
     # optimizer drops them when the session loads.
-    return model.SerializeToString(), rewritten
+    return rewritten
 
 
 def _int8_weights(
