@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from quipu.embeddings.attention import fuse_attention_in
 from quipu.embeddings.base import Embedder, Vectors, check_texts, normalise_rows
+from quipu.embeddings.fuse import fold_bias_in, fuse_gelu_in
 from quipu.embeddings.quantize import rewrite_int8
 from quipu.errors import EmbeddingUnavailable
 
@@ -146,6 +147,8 @@ class LocalEmbedder(Embedder):
         if not rewrite_int8(model):
             raise EmbeddingUnavailable("the bundled model has no int8 layers to run as int8")
         fuse_attention_in(model)
+        fold_bias_in(model)
+        fuse_gelu_in(model)
         model_bytes = model.SerializeToString()
         del model
         tokenizer_file = importlib.resources.files("quipu.embeddings") / "data" / "tokenizer.json"
