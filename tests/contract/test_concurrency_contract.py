@@ -207,3 +207,27 @@ def test_recall_concurrency_defaults_to_the_cores_each_worker_process_has() -> N
     assert slots(2, workers=2, recall_concurrency=4) == 4  # an explicit setting wins
     assert slots(2, embedded=False) is None  # PostgreSQL: bounded by its connection pool
     assert slots(2, embedded=False, recall_concurrency=3) == 3
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_keyword_search_runs_beside_the_embedding_only_with_cores_to_spare(
+    make_store, local_embedder, alice: Principal, slots: int
+) -> None:  # type: ignore[no-untyped-def]
+    svc = MemoryService(make_store(), local_embedder, Limits(recall_concurrency=slots))
+    svc.remember(alice, "Dana prefers window seats")
+    searched_in: list[str] = []
+    search = svc.store.text_candidates
+
+    def recording(*args: Any) -> Any:
+        searched_in.append(threading.current_thread().name)
+        return search(*args)
+
+    svc.store.text_candidates = recording  # type: ignore[method-assign]
+    assert svc.recall(alice, "where does Dana sit?").results
+    # one core per recall: inline, in the caller's thread; more: on a search thread
+    assert (
+        searched_in[0] == threading.current_thread().name
+        if slots == 1
+        else (searched_in[0].startswith("quipu-search"))
+    )
+    svc.close()
