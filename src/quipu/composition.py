@@ -279,6 +279,15 @@ def build_runtime(
     return Runtime(service, sessions, queue, worker)
 
 
+def serve_settings(settings: Settings) -> Settings:
+    """``settings`` with ``workers`` decided for `quipu serve`: as set, or by default 2 on a
+    machine with two or more CPUs (one process cannot use a second core for recall: Python's
+    interpreter lock; measured in docs/benchmarks.md), else 1."""
+    if settings.workers is not None:
+        return settings
+    return settings.model_copy(update={"workers": min(2, os.cpu_count() or 1)})
+
+
 def hand_to_workers(settings: Settings) -> str:
     """Put ``settings`` where each `quipu serve --workers N` process reads them, and return
     the uvicorn factory that builds its app."""

@@ -87,7 +87,8 @@ class Limits:
         recall mostly waits for the database, so no bound beyond its connection pool."""
         values = {name: getattr(s, name) for name in cls.__dataclass_fields__}
         if s.recall_concurrency is None and embedded:
-            values["recall_concurrency"] = max(1, cpus // s.workers)
+            # ``workers`` is resolved by `quipu serve`; anywhere else this is one process.
+            values["recall_concurrency"] = max(1, cpus // (s.workers or 1))
         return cls(**values)
 
 

@@ -167,12 +167,13 @@ class Settings(BaseModel):
     job_lease_seconds: int = Field(
         60, ge=5, le=3600, description="How long a claimed job stays leased without a heartbeat."
     )
-    workers: int = Field(
-        1,
+    workers: int | None = Field(
+        None,
         ge=1,
         le=64,
         description="Processes `quipu serve` answers requests with (uvicorn workers); each "
-        "loads the embedding model, so memory grows with them.",
+        "loads the embedding model, so memory grows with them. Empty: 2 on a machine with two "
+        "or more CPUs (one process cannot use a second core for recall), else 1.",
     )
     recall_concurrency: int | None = Field(
         None,

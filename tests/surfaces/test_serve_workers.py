@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from quipu.evals.http_load import free_port
+from quipu.evals.http_load import established, free_port, wait_for_workers
 from quipu.surfaces.http.workers import listening_socket
 
 
@@ -101,39 +101,6 @@ def test_serve_with_two_workers_answers_from_both_processes(tmp_path: Path) -> N
         assert len(_workers(proc)) >= 2  # the supervisor's worker processes
 
 
-def _established(pid: int, port: int) -> int:
-    """Established TCP connections process ``pid`` holds on local ``port`` (Linux /proc)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local_port = int(fields[1].rsplit(":", 1)[1], 16)
-            if local_port == port and fields[3] == "01" and fields[9] in inodes:
-                count += 1
-    return count
-
-
-def _wait_until_every_worker_answers(proc: subprocess.Popen[bytes], port: int) -> None:
-    """/healthz answers as soon as one worker is up; wait until each has taken a connection."""
-    answered: set[int] = set()
-    deadline = time.monotonic() + 60
-    while len(answered) < 2:  # --workers 2
-        assert time.monotonic() < deadline, f"only {answered} answered"
-        with socket.create_connection(("127.0.0.1", port)) as conn:
-            conn.sendall(f"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n".encode())
-            assert conn.recv(64).startswith(b"HTTP/1.1 200")
-            answered.update(pid for pid in _workers(proc) if _established(pid, port))
-        time.sleep(0.05)
-
-
 def test_two_workers_share_connections_opened_together(tmp_path: Path) -> None:
     """Eight kept-alive connections opened at once are spread over both workers, not taken
     by whichever woke first (SharedAcceptLoop; with asyncio's own loop one worker took
@@ -147,13 +114,13 @@ def test_two_workers_share_connections_opened_together(tmp_path: Path) -> None:
         for reader, writer in opened:
             writer.write(request)
             assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
-        counts = [_established(pid, port) for pid in _workers(proc)]
+        counts = [established(pid, port) for pid in _workers(proc)]
         for _, writer in opened:
             writer.close()
         return counts
 
     with _serve_two_workers(tmp_path) as (proc, port):
-        _wait_until_every_worker_answers(proc, port)
+        wait_for_workers(proc, port, 2)
         tries = []
         for _ in range(3):  # a loaded machine can delay a sibling's wake-up now and then
             counts = asyncio.run(hold_connections(port))

@@ -37,7 +37,7 @@ def prepare(path: Path, rows: int) -> None:
 
 
 def start_server(
-    path: Path, port: int, log: Path, quota: int, workers: int = 1
+    path: Path, port: int, log: Path, quota: int, workers: int | None = 1
 ) -> subprocess.Popen[bytes]:
     """``quipu serve`` on ``path`` with ``workers`` processes; ``quota`` lifts the live-row
     quota above what the run will write, so remember is measured, not the 429 of a full
@@ -46,8 +46,8 @@ def start_server(
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [
-                *(sys.executable, "-m", "quipu", "serve", "--db", str(path)),
-                *("--port", str(port), "--workers", str(workers)),
+                *(sys.executable, "-m", "quipu", "serve", "--db", str(path), "--port", str(port)),
+                *(("--workers", str(workers)) if workers is not None else ()),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -151,6 +151,47 @@ def cpu_seconds(pid: int) -> float:
     return sum(stats[p][1] for p in tree if p in stats)
 
 
+def established(pid: int, port: int) -> int:
+    """Established TCP connections process ``pid`` holds on local ``port`` (Linux /proc;
+    0 elsewhere)."""
+    inodes = set()
+    fds = Path(f"/proc/{pid}/fd")
+    for fd in fds.iterdir() if fds.is_dir() else []:
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        lines = Path(table).read_text().splitlines()[1:] if Path(table).exists() else []
+        for line in lines:
+            fields = line.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            if local_port == port and fields[3] == "01" and fields[9] in inodes:
+                count += 1
+    return count
+
+
+def wait_for_workers(proc: subprocess.Popen[bytes], port: int, workers: int) -> None:
+    """Return once ``workers`` server processes have each answered a connection (/healthz
+    answers as soon as the first is up; the others may still be loading). Linux only; a
+    no-op elsewhere and after 60 s."""
+    if workers < 2 or not Path("/proc").is_dir():
+        return
+    answered: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(answered) < workers and time.monotonic() < deadline:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        pids = [int(p) for p in children.read_text().split()] if children.exists() else []
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            conn.sendall(f"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n".encode())
+            conn.recv(64)
+            answered.update(pid for pid in pids if established(pid, port))
+        time.sleep(0.05)
+
+
 def _measured(pid: int, drive: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``drive()``'s figures plus the CPU the server and this load generator spent per request
     (two cores are shared by both: a request's latency includes waiting for either)."""
@@ -176,20 +217,34 @@ def run(
     rows: int,
     requests: int,
     levels: list[int],
-    workers: int = 1,
+    workers: int | None = None,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
+    """``workers``: passed to `quipu serve --workers`; None leaves serve's default, whose
+    resolved count is reported."""
+    if workers is None:
+        from quipu.composition import load_settings, serve_settings
+
+        workers = serve_settings(load_settings({}, environ=dict(os.environ))).workers or 1
+        explicit = False
+    else:
+        explicit = True
     path = workdir / "http.db"
     progress(f"loading {rows} memories")
     prepare(path, rows)
     port = free_port()
     proc = start_server(
-        path, port, workdir / "server.log", quota=rows + requests + 1_000, workers=workers
+        path,
+        port,
+        workdir / "server.log",
+        quota=rows + requests + 1_000,
+        workers=workers if explicit else None,
     )
     url = f"http://127.0.0.1:{port}"
     rng = random.Random(5)
     try:
         # warm the model and the scope index of every worker process before timing
+        wait_for_workers(proc, port, workers)
         httpx.post(f"{url}/v1/recall", json={"query": "warm up"}, timeout=60)
         _recalls(url, 2 * workers, 20 * workers, random.Random(0))
         recall = []
@@ -220,6 +275,7 @@ def run(
         "rows": rows,
         "server": f"quipu serve (uvicorn, {workers} worker process{'es' if workers > 1 else ''})",
         "workers": workers,
+        "workers_from": "--workers" if explicit else "serve's default",
         "recall": recall,
         "remember": remember,
     }

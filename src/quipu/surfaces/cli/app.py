@@ -92,9 +92,12 @@ def serve(
     """Run the HTTP API (OpenAPI docs at /docs) on the configured store."""
     import uvicorn
 
-    from quipu.composition import build_server, hand_to_workers
+    from quipu.composition import build_server, hand_to_workers, serve_settings
 
-    settings = _settings(db, config, host=host, port=port, auth=auth, workers=workers)
+    settings = serve_settings(
+        _settings(db, config, host=host, port=port, auth=auth, workers=workers)
+    )
+    processes_count = settings.workers or 1
     if not settings.auth and not _is_loopback(settings.host):
         err.print(
             f"[red]refusing to bind {settings.host}:[/red] without authentication the server acts "
@@ -107,7 +110,7 @@ def serve(
         fail(exc, 2)
     url = f"http://{settings.host}:{settings.port}"
     mode = "API keys required" if settings.auth else "local principal, no authentication"
-    processes = f", {settings.workers} worker processes" if settings.workers > 1 else ""
+    processes = f", {processes_count} worker processes" if processes_count > 1 else ""
     console.print(
         f"Quipu {settings.database} on {url} ({mode}{processes}); OpenAPI docs: {url}/docs"
     )
@@ -118,7 +121,7 @@ def serve(
             f"  quipu tenants create acme --db {settings.database}\n"
             f"  quipu keys create --tenant acme --role admin --db {settings.database}"
         )
-    if settings.workers > 1:
+    if processes_count > 1:
         # The store is open and migrated; each worker process builds its own server from the
         # same settings (composition.server_from_environment).
         from quipu.surfaces.http.workers import run_workers
@@ -126,7 +129,7 @@ def serve(
         runtime.close()
         run_workers(
             hand_to_workers(settings),
-            workers=settings.workers,
+            workers=processes_count,
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level,

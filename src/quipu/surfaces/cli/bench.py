@@ -395,8 +395,11 @@ def http(
         list[int] | None, typer.Option(help="Concurrency levels (repeatable).")
     ] = None,
     workers: Annotated[
-        int, typer.Option(min=1, help="`quipu serve --workers`: server processes.")
-    ] = 1,
+        int | None,
+        typer.Option(
+            min=1, help="`quipu serve --workers`: server processes (default: serve's own)."
+        ),
+    ] = None,
     out: Out = None,
 ) -> None:
     """Serve N memories with `quipu serve` in a child process and load it over loopback:
