@@ -231,3 +231,20 @@ def test_keyword_search_runs_beside_the_embedding_only_with_cores_to_spare(
         else (searched_in[0].startswith("quipu-search"))
     )
     svc.close()
+
+
+def test_serve_runs_two_workers_by_default_on_two_or_more_cpus() -> None:
+    import os
+
+    from quipu.composition import load_settings, serve_settings
+
+    default = load_settings({}, environ={})
+    assert default.workers is None  # the library is one process; serve decides
+    assert serve_settings(default).workers == min(2, os.cpu_count() or 1)
+    assert serve_settings(load_settings({"workers": 3}, environ={})).workers == 3
+    assert serve_settings(load_settings({}, environ={"QUIPU_WORKERS": "1"})).workers == 1
+    # what each of two workers on two CPUs then runs: one recall at a time
+    assert Limits.from_settings(serve_settings(default), cpus=2).recall_concurrency == (
+        1 if serve_settings(default).workers == 2 else 2
+    )
+    assert Limits.from_settings(default, cpus=2).recall_concurrency == 2  # the library
