@@ -25,7 +25,8 @@ import math
 import onnx
 from onnx import helper, numpy_helper
 
-_DOMAIN = "com.microsoft"
+from quipu.embeddings.graph import CONTRIB, consumers, sole_consumer, use_contrib_ops
+
 _HEADS = 12  # all-MiniLM-L6-v2: 384 = 12 heads x 32
 _SHAPE_OPS = ("Reshape", "Transpose")
 
@@ -44,15 +45,12 @@ def fuse_attention_in(model: onnx.ModelProto) -> int:
     and constants nothing reads any more are dropped."""
     graph = model.graph
     producers = {output: node for node in graph.node for output in node.output}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    readers = consumers(graph)
     constants = {t.name: t for t in graph.initializer}  # read only where a scalar is needed
 
     fused: dict[str, onnx.NodeProto] = {}  # the re-merging Reshape's output -> its replacement
     for softmax in (node for node in graph.node if node.op_type == "Softmax"):
-        block = _attention_block(softmax, producers, consumers, constants)
+        block = _attention_block(softmax, producers, readers, constants)
         if block is None:
             continue
         query, key, value, scale, output = block
@@ -61,7 +59,7 @@ def fuse_attention_in(model: onnx.ModelProto) -> int:
             [query, key, value],
             [output],
             name=f"fused_attention_{len(fused)}",
-            domain=_DOMAIN,
+            domain=CONTRIB,
             num_heads=_HEADS,
             scale=scale,
         )
@@ -77,15 +75,14 @@ def fuse_attention_in(model: onnx.ModelProto) -> int:
     for at in reversed(range(len(graph.initializer))):
         if graph.initializer[at].name not in used:
             del graph.initializer[at]
-    if not any(opset.domain == _DOMAIN for opset in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(_DOMAIN, 1))
+    use_contrib_ops(model)
     return len(fused)
 
 
 def _attention_block(
     softmax: onnx.NodeProto,
     producers: dict[str, onnx.NodeProto],
-    consumers: dict[str, list[onnx.NodeProto]],
+    readers: dict[str, list[onnx.NodeProto]],
     constants: dict[str, onnx.TensorProto],
 ) -> tuple[str, str, str, float, str] | None:
     """(query, key, value, scale, merged output) of the block around ``softmax``, or None
@@ -104,13 +101,13 @@ def _attention_block(
         return None
     (query_heads, query_scale), (key_heads, key_scale) = sides[0], sides[1]
     probabilities = softmax.output[0]
-    guard = next((n for n in consumers.get(probabilities, []) if n.op_type == "Where"), None)
+    guard = next((n for n in readers.get(probabilities, []) if n.op_type == "Where"), None)
     weights = guard.output[0] if guard is not None else probabilities
-    context = next((n for n in consumers.get(weights, []) if n.op_type == "MatMul"), None)
+    context = next((n for n in readers.get(weights, []) if n.op_type == "MatMul"), None)
     if context is None or context.input[0] != weights:
         return None
-    merge = _single_consumer(context.output[0], consumers, "Transpose")
-    merged = _single_consumer(merge.output[0], consumers, "Reshape") if merge else None
+    merge = sole_consumer(context.output[0], readers, "Transpose")
+    merged = sole_consumer(merge.output[0], readers, "Reshape") if merge else None
     if merged is None:
         return None
     query = _through_shapes(query_heads, producers)
@@ -131,13 +128,6 @@ def _scaled(
         if value is not None and math.prod(value.dims) == 1:
             return tensor, float(numpy_helper.to_array(value).reshape(-1)[0])
     return None
-
-
-def _single_consumer(
-    name: str, consumers: dict[str, list[onnx.NodeProto]], op_type: str
-) -> onnx.NodeProto | None:
-    found = consumers.get(name, [])
-    return found[0] if len(found) == 1 and found[0].op_type == op_type else None
 
 
 def _through_shapes(name: str, producers: dict[str, onnx.NodeProto]) -> str:

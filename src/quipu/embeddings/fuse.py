@@ -17,7 +17,7 @@ import math
 import onnx
 from onnx import helper, numpy_helper
 
-_DOMAIN = "com.microsoft"
+from quipu.embeddings.graph import CONTRIB, consumers, sole_consumer, use_contrib_ops
 
 
 def fold_bias_in(model: onnx.ModelProto) -> int:
@@ -25,13 +25,13 @@ def fold_bias_in(model: onnx.ModelProto) -> int:
     returns how many were folded."""
     graph = model.graph
     constants = {t.name for t in graph.initializer}
-    consumers = _consumers(graph)
+    readers = consumers(graph)
     replaced: dict[int, onnx.NodeProto] = {}  # id(Add) -> its replacement
     dropped: set[int] = set()  # id(DynamicQuantizeMatMul) folded away
     for node in graph.node:
         if node.op_type != "DynamicQuantizeMatMul" or len(node.input) > 3:
             continue
-        after = consumers.get(node.output[0], [])
+        after = readers.get(node.output[0], [])
         if len(after) != 1 or after[0].op_type != "Add":
             continue
         add = after[0]
@@ -43,7 +43,7 @@ def fold_bias_in(model: onnx.ModelProto) -> int:
             [*node.input[:3], "", bias],  # no zero point: the weights are symmetric int8
             [add.output[0]],
             name=f"{node.name}__bias",
-            domain=_DOMAIN,
+            domain=CONTRIB,
         )
         dropped.add(id(node))
     if not replaced:
@@ -51,6 +51,7 @@ def fold_bias_in(model: onnx.ModelProto) -> int:
     nodes = [replaced.get(id(node), node) for node in graph.node if id(node) not in dropped]
     del graph.node[:]
     graph.node.extend(nodes)
+    use_contrib_ops(model)
     return len(replaced)
 
 
@@ -63,16 +64,16 @@ def fuse_gelu_in(model: onnx.ModelProto) -> int:
         for t in graph.initializer
         if math.prod(t.dims) == 1 and t.data_type == onnx.TensorProto.FLOAT
     }
-    consumers = _consumers(graph)
+    readers = consumers(graph)
     fused: dict[int, onnx.NodeProto] = {}  # id(last Mul) -> Gelu
     chain_ids: set[int] = set()
     for div in (node for node in graph.node if node.op_type == "Div"):
-        chain = _gelu_chain(div, consumers, scalars)
+        chain = _gelu_chain(div, readers, scalars)
         if chain is None:
             continue
         x, last, members = chain
         fused[id(last)] = helper.make_node(
-            "Gelu", [x], [last.output[0]], name=f"{div.name}__gelu", domain=_DOMAIN
+            "Gelu", [x], [last.output[0]], name=f"{div.name}__gelu", domain=CONTRIB
         )
         chain_ids.update(id(member) for member in members)
     if not fused:
@@ -84,14 +85,13 @@ def fuse_gelu_in(model: onnx.ModelProto) -> int:
     ]
     del graph.node[:]
     graph.node.extend(nodes)
-    if not any(opset.domain == _DOMAIN for opset in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(_DOMAIN, 1))
+    use_contrib_ops(model)
     return len(fused)
 
 
 def _gelu_chain(
     div: onnx.NodeProto,
-    consumers: dict[str, list[onnx.NodeProto]],
+    readers: dict[str, list[onnx.NodeProto]],
     scalars: dict[str, float],
 ) -> tuple[str, onnx.NodeProto, list[onnx.NodeProto]] | None:
     """``(x, final Mul, the five nodes)`` when ``div`` starts ``x * (0.5 * (erf(x / sqrt 2)
@@ -99,16 +99,16 @@ def _gelu_chain(
     x, root = div.input
     if not math.isclose(scalars.get(root, 0.0), math.sqrt(2.0), rel_tol=1e-6):
         return None
-    erf = _only(div.output[0], consumers, "Erf")
+    erf = sole_consumer(div.output[0], readers, "Erf")
     if erf is None:
         return None
-    plus = _only(erf.output[0], consumers, "Add")
+    plus = sole_consumer(erf.output[0], readers, "Add")
     if plus is None or not _has_scalar(plus, erf.output[0], 1.0, scalars):
         return None
-    half = _only(plus.output[0], consumers, "Mul")
+    half = sole_consumer(plus.output[0], readers, "Mul")
     if half is None or not _has_scalar(half, plus.output[0], 0.5, scalars):
         return None
-    last = _only(half.output[0], consumers, "Mul")
+    last = sole_consumer(half.output[0], readers, "Mul")
     if last is None or sorted(last.input) != sorted([x, half.output[0]]):
         return None
     return x, last, [div, erf, plus, half, last]
@@ -120,18 +120,3 @@ def _has_scalar(
     """``node`` combines ``operand`` with a constant scalar equal to ``value``."""
     others = [name for name in node.input if name != operand]
     return len(others) == 1 and math.isclose(scalars.get(others[0], math.nan), value)
-
-
-def _only(
-    name: str, consumers: dict[str, list[onnx.NodeProto]], op_type: str
-) -> onnx.NodeProto | None:
-    found = consumers.get(name, [])
-    return found[0] if len(found) == 1 and found[0].op_type == op_type else None
-
-
-def _consumers(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:
-    out: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            out.setdefault(name, []).append(node)
-    return out

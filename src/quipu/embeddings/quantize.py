@@ -20,8 +20,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from quipu.embeddings.graph import CONTRIB, use_contrib_ops
+
 _INT8 = onnx.TensorProto.INT8
-_DOMAIN = "com.microsoft"
 
 
 def dynamic_int8(model_bytes: bytes) -> tuple[bytes, int]:
@@ -54,7 +55,7 @@ def rewrite_int8(model: onnx.ModelProto) -> int:
                 [node.input[0], quantized, column_scale],
                 [node.output[0]],
                 name=f"{node.name}__int8",
-                domain=_DOMAIN,
+                domain=CONTRIB,
             )
         )
         rewritten += 1
@@ -62,8 +63,7 @@ def rewrite_int8(model: onnx.ModelProto) -> int:
         return 0
     del graph.node[:]
     graph.node.extend(nodes)
-    if not any(opset.domain == _DOMAIN for opset in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(_DOMAIN, 1))
+    use_contrib_ops(model)
     # The float32 copies of the weights (Cast, Mul) are now unused; ONNX Runtime's graph
     # optimizer drops them when the session loads.
     return rewritten
