@@ -415,8 +415,9 @@ class MemoryService:
         # vector search runs (on PostgreSQL, in a second server process) -- unless each recall
         # has one core to itself (recall_concurrency 1), where a second thread only adds
         # handoffs: 2 cores, --workers 2, c=8: ~285 -> ~300 requests/s, p95 -3 ms inline.
-        keyword: Future[tuple[tuple[list[Candidate], SearchInfo], float]] = Future()
+        keyword: Future[tuple[tuple[list[Candidate], SearchInfo], float]]
         if self.limits.recall_concurrency == 1:
+            keyword = Future()
             keyword.set_result(_timed(self.store.text_candidates, ref, text, flt, depth))
         else:
             keyword = self._search_pool().submit(

@@ -222,13 +222,10 @@ def run(
 ) -> dict[str, Any]:
     """``workers``: passed to `quipu serve --workers`; None leaves serve's default, whose
     resolved count is reported."""
-    if workers is None:
-        from quipu.composition import load_settings, serve_settings
+    from quipu.composition import load_settings, serve_settings
 
-        workers = serve_settings(load_settings({}, environ=dict(os.environ))).workers or 1
-        explicit = False
-    else:
-        explicit = True
+    overrides = {} if workers is None else {"workers": workers}
+    count = serve_settings(load_settings(overrides, environ=dict(os.environ))).workers or 1
     path = workdir / "http.db"
     progress(f"loading {rows} memories")
     prepare(path, rows)
@@ -238,15 +235,15 @@ def run(
         port,
         workdir / "server.log",
         quota=rows + requests + 1_000,
-        workers=workers if explicit else None,
+        workers=workers,
     )
     url = f"http://127.0.0.1:{port}"
     rng = random.Random(5)
     try:
         # warm the model and the scope index of every worker process before timing
-        wait_for_workers(proc, port, workers)
+        wait_for_workers(proc, port, count)
         httpx.post(f"{url}/v1/recall", json={"query": "warm up"}, timeout=60)
-        _recalls(url, 2 * workers, 20 * workers, random.Random(0))
+        _recalls(url, 2 * count, 20 * count, random.Random(0))
         recall = []
         for level in levels:
             progress(f"recall at concurrency {level}")
@@ -273,9 +270,9 @@ def run(
             proc.kill()
     return {
         "rows": rows,
-        "server": f"quipu serve (uvicorn, {workers} worker process{'es' if workers > 1 else ''})",
-        "workers": workers,
-        "workers_from": "--workers" if explicit else "serve's default",
+        "server": f"quipu serve (uvicorn, {count} worker process{'es' if count > 1 else ''})",
+        "workers": count,
+        "workers_from": "serve's default" if workers is None else "--workers",
         "recall": recall,
         "remember": remember,
     }
