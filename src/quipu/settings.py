@@ -99,6 +99,14 @@ class Settings(BaseModel):
         "times the mean vector of the top 3 results is searched again (pseudo-relevance "
         "feedback); 0 turns it off.",
     )
+    query_expansion: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Full-text keys of a recall query also include the nearest words of its "
+        "words (from the bundled model's word table, e.g. 'evening' -> 'night'), at this "
+        "weight times their similarity; 0 turns it off.",
+    )
     vector_cache_rows: int = Field(
         2_000_000, ge=1000, description="Rows the in-process vector cache keeps across scopes."
     )

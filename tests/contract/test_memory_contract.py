@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from quipu.core.query import Filters
 from quipu.core.records import Principal, Role, ScopeRef, Status
 from quipu.core.scopes import resolve_scope
 from quipu.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound
+from quipu.retrieval.expansion import neighbours
 from quipu.service import Limits, MemoryService
 
 NOW = datetime.now(UTC)
@@ -709,3 +711,39 @@ def test_recall_boosts_memories_observed_in_a_date_the_query_names(
     hits = service.recall(alice, "what did we eat downtown on 9 May 2023?", k=2).results
     assert hits[0].memory.text == "we had ramen near the station"
     assert "time" in hits[0].matched and "time" not in hits[1].matched
+
+
+def test_recall_text_keys_include_the_nearest_words_of_the_query_words(
+    service: MemoryService, alice: Principal
+) -> None:
+    """Query expansion (docs/benchmarks.md, sixth round): with ``expansion`` the neighbours of
+    the query's words are keys too, each at expansion x cosine of its BM25 score; recall passes
+    its ``query_expansion`` setting."""
+    service.remember(alice, "I wind down by reading at night")
+    service.remember(alice, "The evening news talked about the harbour")
+    service.remember(alice, "Lunch was soup")
+    ref = resolve_scope(alice, "agent")
+    query = "What can I do in the evening?"
+    plain, _ = service.store.text_candidates(ref, query, Filters(), 10)
+    expanded, _ = service.store.text_candidates(ref, query, Filters(), 10, expansion=0.3)
+    night, _ = service.store.text_candidates(ref, "night", Filters(), 10)
+    loaded = service.store.load([c.key for c in expanded])
+    assert [loaded[c.key].text for c in expanded] == [
+        "The evening news talked about the harbour",
+        "I wind down by reading at night",
+    ]
+    assert [c.key for c in plain] == [expanded[0].key]
+    assert expanded[0].score == pytest.approx(plain[0].score, rel=1e-6)
+    cosine = dict(neighbours()["evening"])["night"]
+    assert expanded[1].score == pytest.approx(0.3 * cosine * night[0].score, rel=1e-5)
+
+    calls: list[float] = []
+    search = service.store.text_candidates
+
+    def recording(*args: Any, expansion: float = 0.0, **kwargs: Any) -> Any:
+        calls.append(expansion)
+        return search(*args, expansion=expansion, **kwargs)
+
+    service.store.text_candidates = recording  # type: ignore[method-assign]
+    service.recall(alice, query)
+    assert calls == [Limits().query_expansion] and calls[0] > 0

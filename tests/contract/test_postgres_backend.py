@@ -207,6 +207,7 @@ def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistic
     now = datetime.now(UTC)
     texts = [f"garden note {i} about tomatoes and basil" for i in range(30)]
     texts += ["the rare orchid in the garden", "orchid orchid care", "basil pesto recipe"]
+    texts += ["watering at night"]
     rows = [(memory("o", text, now), None) for text in texts]
     rows += [(replace(memory("o", "stale garden orchid", now), status=Status.STALE), None)]
     rows += [(replace(memory("o", "tagged orchid garden", now), tags=("x",)), None)]
@@ -215,6 +216,8 @@ def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistic
     queries = [("orchid garden", Filters()), ("tomatoes basil", Filters())]
     queries += [("orchid", Filters(tags=frozenset({"x"}))), ("nothing matches", Filters())]
     queries += [("orchid", Filters(kinds=frozenset({Kind.PREFERENCE})))]  # matches, none pass
+    expansion = [0.0] * len(queries) + [0.3]  # weighted keys: "evening" also finds "night"
+    queries += [("evening", Filters())]
     sent: list[str] = []
     execute = psycopg.Connection.execute
 
@@ -223,18 +226,25 @@ def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistic
         return execute(conn, query, *args, **kw)
 
     monkeypatch.setattr(psycopg.Connection, "execute", counting)
-    small = [store.text_candidates(ref, q, flt, 8) for q, flt in queries]
+    small = [
+        store.text_candidates(ref, q, flt, 8, expansion=e)
+        for (q, flt), e in zip(queries, expansion, strict=True)
+    ]
     monkeypatch.undo()
     # per query: the scope's statistics, then one statement that counts and scores
     assert len(sent) == 2 * len(queries)
     with psycopg.connect(schema) as conn:
         track_terms(conn, ref)
-    tracked = [store.text_candidates(ref, q, flt, 8) for q, flt in queries]
+    tracked = [
+        store.text_candidates(ref, q, flt, 8, expansion=e)
+        for (q, flt), e in zip(queries, expansion, strict=True)
+    ]
     for (found, info), (want, want_info) in zip(small, tracked, strict=True):
         assert [c.key for c in found] == [c.key for c in want]
         assert [c.score for c in found] == pytest.approx([c.score for c in want], rel=1e-9)
         assert (info.path, info.scanned) == (want_info.path, want_info.scanned)
     assert len(small[0][0]) == 8 and small[2][0] and not small[4][0] and small[4][1].scanned == 4
+    assert len(small[5][0]) == 1  # only the expansion key matches
     store.close()
 
 

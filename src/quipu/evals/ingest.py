@@ -21,6 +21,7 @@ RANKING_SETTINGS = (
     "temporal_boost",
     "session_weight",
     "feedback_weight",
+    "query_expansion",
     "rrf_k",
     "max_k",
 )

@@ -194,21 +194,28 @@ class Postings:
             tfs = np.concatenate([tfs, np.frombuffer(self._tfs[term], dtype=np.float32)])
         return docs, tfs
 
-    def scores(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32] | None:
-        """BM25 score of every document for the query; ``None`` when no query term is known."""
+    def scores(
+        self, query_tokens: Sequence[str] | Mapping[str, float]
+    ) -> npt.NDArray[np.float32] | None:
+        """BM25 score of every document for the query; ``None`` when no query term is known.
+        A mapping gives each key a weight (its contribution is multiplied by it); a sequence
+        weighs every key 1."""
         n = len(self._lengths)
-        terms = [self._vocab[t] for t in dict.fromkeys(query_tokens) if t in self._vocab]
+        weights = (
+            query_tokens if isinstance(query_tokens, Mapping) else dict.fromkeys(query_tokens, 1.0)
+        )
+        terms = [(self._vocab[t], w) for t, w in weights.items() if t in self._vocab and w > 0]
         if not terms or n == 0:
             return None
         lengths = np.frombuffer(self._lengths, dtype=np.float32, count=n)
         avg = self._total_length / n if self._total_length else 1.0
         norm = K1 * (1.0 - B + B * lengths / avg)
         out = np.zeros(n, dtype=np.float32)
-        for term in terms:
+        for term, weight in terms:
             docs, tfs = self._postings(term)
             df = docs.size
             if df == 0:
                 continue
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            idf = weight * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             out[docs] += idf * tfs * (K1 + 1.0) / (tfs + norm[docs])
         return out

@@ -127,9 +127,11 @@ class Store(Protocol):
         """Exact-by-contract nearest neighbours inside one scope, filters applied (RECALL-5)."""
 
     def text_candidates(
-        self, ref: ScopeRef, query: str, filters: Filters, limit: int
+        self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0
     ) -> tuple[list[Candidate], SearchInfo]:
-        """Full-text (BM25-style) candidates sharing a term with ``query``, best first."""
+        """Full-text (BM25) candidates sharing a key with ``query``, best first. ``expansion``
+        > 0 adds the neighbours of the query's words as keys at that weight x their cosine
+        (:func:`~quipu.retrieval.expansion.query_keys`)."""
 
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str

@@ -25,7 +25,7 @@ from quipu.core.records import (
     Trust,
 )
 from quipu.core.text import fold
-from quipu.retrieval.bm25 import document_tokens, query_tokens
+from quipu.retrieval.bm25 import document_tokens
 
 _LEXEME = re.compile(r"'((?:[^']|'')*)':")
 
@@ -317,11 +317,6 @@ def tsvector_literal(tokens: Sequence[str]) -> tuple[str, int]:
 def lexemes_of(tsvector: str) -> list[str]:
     """The distinct lexemes of a :func:`tsvector_literal`, in its order."""
     return [m.replace("''", "'").replace("\\\\", "\\") for m in _LEXEME.findall(tsvector)]
-
-
-def query_lexemes(query: str) -> list[str]:
-    """The distinct BM25 keys of a query, in order."""
-    return list(dict.fromkeys(query_tokens(query)))
 
 
 def tsquery_literal(lexemes: Sequence[str]) -> str:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ from quipu.core.records import ScopeRef
 from quipu.retrieval.bm25 import K1, B
 from quipu.storage.base import EmbeddingPin, Vector
 from quipu.storage.postgres.filters import filter_where, scope_where
-from quipu.storage.postgres.rows import query_lexemes, tsquery_literal
+from quipu.storage.postgres.rows import tsquery_literal
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ def ann_knn(
 def bm25(
     conn: psycopg.Connection[Any],
     ref: ScopeRef,
-    query: str,
+    keys: Mapping[str, float],
     filters: Filters,
     limit: int,
     plan: SearchPlan,
@@ -202,8 +202,12 @@ def bm25(
     each scored on every term. The page is still exact when the best score a left-out row could
     reach (the sum of the other terms' ``idf * (k1 + 1)``) is below the k-th score found
     (MaxScore); otherwise it is labelled ``bm25-tsvector:bounded``.
+
+    ``keys`` are the query's lexemes with a weight each
+    (:func:`~quipu.retrieval.expansion.query_keys`): a key's idf is multiplied by it.
     """
-    lexemes = query_lexemes(query)
+    weight = {k: w for k, w in keys.items() if w > 0}
+    lexemes = list(weight)
     if not lexemes or limit <= 0:
         return ([], {}), "bm25-tsvector", 0
     rows = conn.execute(
@@ -218,7 +222,7 @@ def bm25(
     n, total_terms = int(rows[0][0]), int(rows[0][1])
     avgdl = total_terms / n if total_terms > 0 else 1.0
     if not rows[0][2] and n <= plan.text_exact_matches:
-        return small_scope_bm25(conn, ref, lexemes, filters, limit, n=n, avgdl=avgdl)
+        return small_scope_bm25(conn, ref, weight, filters, limit, n=n, avgdl=avgdl)
     if rows[0][2]:
         dfs = {str(r[3]): int(r[4]) for r in rows if r[3] is not None and r[4] > 0}
     else:  # a large scope whose statistics maintenance has not started yet
@@ -226,7 +230,7 @@ def bm25(
     if not dfs:
         return ([], {}), "bm25-tsvector", 0
     terms = sorted(dfs, key=lambda t: (dfs[t], t))  # rarest first
-    idf = {t: math.log(1.0 + (n - dfs[t] + 0.5) / (dfs[t] + 0.5)) for t in terms}
+    idf = {t: weight[t] * math.log(1.0 + (n - dfs[t] + 0.5) / (dfs[t] + 0.5)) for t in terms}
     exact = sum(dfs.values()) <= plan.text_exact_matches
     rare: list[str] = []
     if not exact:
@@ -288,7 +292,7 @@ def bm25(
 def small_scope_bm25(
     conn: psycopg.Connection[Any],
     ref: ScopeRef,
-    lexemes: list[str],
+    keys: Mapping[str, float],
     filters: Filters,
     limit: int,
     *,
@@ -299,8 +303,10 @@ def small_scope_bm25(
     document frequencies are counted over the scope's matching rows and every match is scored,
     in one statement and one pass over the rows (the same figures as :func:`count_terms`
     followed by the exact query, one round trip and one scan fewer)."""
+    lexemes = list(keys)
     params: dict[str, Any] = {
         "lex": lexemes,
+        "weight": [keys[k] for k in lexemes],
         "tsq": tsquery_literal(lexemes),
         "n": float(n),
         "avgdl": avgdl,
@@ -317,7 +323,9 @@ def small_scope_bm25(
         " CROSS JOIN LATERAL unnest(ts_filter(setweight(m.terms, 'A', %(lex)s), '{a}')) AS u"
         f" WHERE {scope} AND m.terms @@ %(tsq)s::tsquery),"
         " q AS (SELECT lexeme, count(*) AS df,"
-        "  ln(1 + (%(n)s - count(*) + 0.5) / (count(*) + 0.5)) AS idf FROM hit GROUP BY lexeme)"
+        "  w.weight * ln(1 + (%(n)s - count(*) + 0.5) / (count(*) + 0.5)) AS idf"
+        "  FROM hit JOIN unnest(%(lex)s::text[], %(weight)s::float8[]) AS w(lexeme, weight)"
+        "  USING (lexeme) GROUP BY lexeme, w.weight)"
         # one row even when nothing passes the filters, to carry the match count
         " SELECT s.key, s.score, s.session, t.matched"
         " FROM (SELECT coalesce(sum(df), 0) AS matched FROM q) t LEFT JOIN LATERAL ("

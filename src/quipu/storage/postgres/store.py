@@ -32,6 +32,7 @@ from quipu.core.text import fold
 from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound, Unavailable
 from quipu.retrieval.bm25 import document_tokens
+from quipu.retrieval.expansion import query_keys
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.postgres import bulk
 from quipu.storage.postgres.control import ControlTables
@@ -606,10 +607,11 @@ class PostgresStore(ControlTables, WorkTables):
             return found, SearchInfo("hnsw-scope-short:exact-btree", size, sessions)
 
     def text_candidates(
-        self, ref: ScopeRef, query: str, filters: Filters, limit: int
+        self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0
     ) -> tuple[list[Candidate], SearchInfo]:
+        keys = query_keys(query, expansion)
         with self._conn() as conn:
-            (found, sessions), path, matched = bm25(conn, ref, query, filters, limit, self.plan)
+            (found, sessions), path, matched = bm25(conn, ref, keys, filters, limit, self.plan)
         return found, SearchInfo(path, matched, sessions)
 
     def exact_candidates(

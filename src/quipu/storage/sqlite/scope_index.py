@@ -10,7 +10,7 @@ top-k cut, so a filter never starves the page. Tags are re-checked by the caller
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import Kind, Source, Status
-from quipu.retrieval.bm25 import Postings, query_tokens
+from quipu.retrieval.bm25 import Postings
 from quipu.storage.timecodec import FOREVER, to_micros
 
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -337,12 +337,14 @@ class ScopeIndex:
             return self._top(scores, m, limit)
 
     def search_text(
-        self, query: str, filters: Filters, limit: int, now_micros: int
+        self, keys: Mapping[str, float], filters: Filters, limit: int, now_micros: int
     ) -> tuple[list[Candidate], int]:
-        """Top-``limit`` by BM25 among rows passing the filters that share a term with ``query``."""
+        """Top-``limit`` by BM25 over the weighted query ``keys``
+        (:func:`~quipu.retrieval.expansion.query_keys`) among rows passing the filters that
+        hold one of them."""
         with self.lock:
             n = self._n
-            scores = self.postings.scores(query_tokens(query)) if n else None
+            scores = self.postings.scores(keys) if n else None
             if scores is None or limit <= 0:
                 return [], 0
             m = self.mask(filters, now_micros) & (scores > 0)

@@ -37,6 +37,7 @@ from quipu.core.text import fold
 from quipu.core.versions import UNSET, Change, check_expected, import_order, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound
 from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
+from quipu.retrieval.expansion import query_keys
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.migrate import migrate
@@ -649,10 +650,11 @@ class SQLiteStore(ControlTables, WorkTables):
         return found, SearchInfo("exact-numpy", scanned)
 
     def text_candidates(
-        self, ref: ScopeRef, query: str, filters: Filters, limit: int
+        self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0
     ) -> tuple[list[Candidate], SearchInfo]:
         index = self._index(ref)
-        found, scanned = index.search_text(query, filters, limit, _now_micros())
+        keys = query_keys(query, expansion)
+        found, scanned = index.search_text(keys, filters, limit, _now_micros())
         return found, SearchInfo("bm25-scope", scanned)
 
     def exact_candidates(
