@@ -218,9 +218,9 @@ def test_keyword_search_runs_beside_the_embedding_only_with_cores_to_spare(
     searched_in: list[str] = []
     search = svc.store.text_candidates
 
-    def recording(*args: Any) -> Any:
+    def recording(*args: Any, **kwargs: Any) -> Any:
         searched_in.append(threading.current_thread().name)
-        return search(*args)
+        return search(*args, **kwargs)
 
     svc.store.text_candidates = recording  # type: ignore[method-assign]
     assert svc.recall(alice, "where does Dana sit?").results
