@@ -8,7 +8,8 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from quipu.core.records import Principal, Role
+from quipu.core.query import Filters
+from quipu.core.records import Principal, Role, Scope, ScopeRef
 from quipu.embeddings.local import LocalEmbedder
 from quipu.service import Limits, MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
@@ -72,3 +73,30 @@ def test_a_gap_in_the_log_reloads_the_scope(tmp_path: Path, local_embedder: Loca
     assert reader.store.rebuilds == 2 and reader.store.catch_ups == 0
     writer.store.close()
     reader.store.close()
+
+
+def test_vectors_attached_by_another_process_reach_a_warm_index(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    """A backfilled vector (``embed_pending``) changes the scope for every process: a warm
+    index elsewhere must not keep answering as if the row had none."""
+    path = tmp_path / "backfill.db"
+    writer = MemoryService(SQLiteStore(path), local_embedder, Limits())
+    reader = MemoryService(SQLiteStore(path), local_embedder, Limits())
+    writer.remember(ALICE, "Dana prefers window seats")
+    late = writer.remember(ALICE, "Sam drinks oat milk flat whites", defer_embedding=True).memory
+    probe = local_embedder.embed_query("a coffee order")  # shares no word with the memory
+    ref = ScopeRef("t1", Scope.AGENT, "alice")
+
+    def vector_hits(svc: MemoryService) -> list[int]:
+        found, _ = svc.store.vector_candidates(ref, probe, Filters(), 10)
+        return [c.key for c in found]
+
+    assert len(vector_hits(reader)) == 1  # the reader's index is warm, one row has a vector
+    assert writer.embed_pending() == 1
+    fresh = MemoryService(SQLiteStore(path), local_embedder, Limits())
+    assert len(vector_hits(fresh)) == 2
+    assert vector_hits(reader) == vector_hits(fresh) == vector_hits(writer)
+    assert late.id in {m.id for m in reader.store.load(vector_hits(reader)).values()}
+    for svc in (writer, reader, fresh):
+        svc.store.close()
