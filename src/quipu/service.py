@@ -78,7 +78,7 @@ class Limits:
     temporal_boost: float = 0.2
     session_weight: float = 1.0
     feedback_weight: float = 0.5
-    query_expansion: float = 0.3
+    query_expansion: float = 0.0
     recall_concurrency: int | None = None  # None: no bound
 
     @classmethod

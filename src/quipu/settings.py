@@ -100,12 +100,14 @@ class Settings(BaseModel):
         "feedback); 0 turns it off.",
     )
     query_expansion: float = Field(
-        0.3,
+        0.0,
         ge=0,
         le=1,
         description="Full-text keys of a recall query also include the nearest words of its "
         "words (from the bundled model's word table, e.g. 'evening' -> 'night'), at this "
-        "weight times their similarity; 0 turns it off.",
+        "weight times their similarity; 0 (the default) turns it off. 0.3 finds more "
+        "paraphrases but lets an outdated memory outrank its replacement more often "
+        "(docs/benchmarks.md, sixth round).",
     )
     vector_cache_rows: int = Field(
         2_000_000, ge=1000, description="Rows the in-process vector cache keeps across scopes."

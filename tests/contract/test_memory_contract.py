@@ -718,7 +718,7 @@ def test_recall_text_keys_include_the_nearest_words_of_the_query_words(
 ) -> None:
     """Query expansion (docs/benchmarks.md, sixth round): with ``expansion`` the neighbours of
     the query's words are keys too, each at expansion x cosine of its BM25 score; recall passes
-    its ``query_expansion`` setting."""
+    its ``query_expansion`` setting (off by default)."""
     service.remember(alice, "I wind down by reading at night")
     service.remember(alice, "The evening news talked about the harbour")
     service.remember(alice, "Lunch was soup")
@@ -746,4 +746,6 @@ def test_recall_text_keys_include_the_nearest_words_of_the_query_words(
 
     service.store.text_candidates = recording  # type: ignore[method-assign]
     service.recall(alice, query)
-    assert calls == [Limits().query_expansion] and calls[0] > 0
+    assert calls == [0.0]  # off by default
+    MemoryService(service.store, service.embedder, Limits(query_expansion=0.3)).recall(alice, query)
+    assert calls == [0.0, 0.3]

@@ -325,3 +325,12 @@ def test_eval_002_cli_generates_and_scores_a_small_corpus(tmp_path: Path) -> Non
 
     result = runner.invoke(app, [*args, "--db", str(tmp_path / "eval.db")])
     assert result.exit_code == 2  # the store is not fresh any more
+
+    # settings can be changed for an experiment, and the report says which were used
+    assert report["settings"]["query_expansion"] == 0.0
+    changed = [*args, "--set", "query_expansion=0.3", "--db", str(tmp_path / "e2.db")]
+    result = runner.invoke(app, changed)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["settings"]["query_expansion"] == 0.3
+    result = runner.invoke(app, [*args, "--set", "query_expansion=2"])
+    assert result.exit_code == 2 and "query_expansion" in result.output

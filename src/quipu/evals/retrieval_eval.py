@@ -334,10 +334,12 @@ def run_retrieval_eval(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     details: bool = False,
+    overrides: Mapping[str, Any] | None = None,
 ) -> RetrievalReport:
     """Ingest the corpus in ``data`` into a fresh store at ``db``, run every query, and
     score the rankings against the sealed judgements (read last). ``embedder`` defaults to
-    the bundled local model; ``details`` keeps every query's score and top ``k``."""
+    the bundled local model; ``details`` keeps every query's score and top ``k``;
+    ``overrides`` change settings (``quipu eval retrieval --set``), default: none."""
     import quipu
 
     if k < 1:
@@ -366,6 +368,7 @@ def run_retrieval_eval(
             embedder=embedder,
             local_agent_id=conversation.conversation_id,
             worker_embedded=False,
+            **(overrides or {}),
         )
         with opened as mem:
             settings = settings or ranking_settings(mem.service.limits)

@@ -25,10 +25,8 @@ from rich.status import Status
 from rich.table import Table
 
 import quipu
-from quipu.composition import load_settings
-from quipu.errors import ConfigurationError
 from quipu.evals import perf, public_bench
-from quipu.surfaces.cli.options import Bars
+from quipu.surfaces.cli.options import Bars, SettingOverrides, parse_overrides
 
 app = typer.Typer(help="Benchmarks; each writes its results as JSON.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -101,16 +99,6 @@ def ingest(
     )
 
 
-SettingOverrides = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        help="Override a setting of Quipu's stores, NAME=VALUE (repeatable); default: the "
-        "shipped defaults.",
-    ),
-]
-
-
 @app.command()
 def recall(
     n: Annotated[int, typer.Option("-n", help="Rows in the file.")] = 100_000,
@@ -133,7 +121,7 @@ def recall(
     """Recall latency in one scope of an N-row store (p50/p95/p99, first recall after restart,
     resident memory, bytes on disk per row); with --background, also in one small tenant of
     a store that holds many."""
-    settings: dict[str, Any] = dict(_parse_overrides(overrides))
+    settings: dict[str, Any] = dict(parse_overrides(overrides))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         target: str | Path = database or path
@@ -207,7 +195,7 @@ def locomo(
         baselines=baselines,
         depth=depth,
         details=details,
-        overrides=_parse_overrides(overrides),
+        overrides=parse_overrides(overrides),
         latency_k=latency_k,
         as_json=as_json,
         out=out,
@@ -237,7 +225,7 @@ def longmemeval(
         baselines=baselines,
         depth=depth,
         details=details,
-        overrides=_parse_overrides(overrides),
+        overrides=parse_overrides(overrides),
         latency_k=latency_k,
         as_json=as_json,
         out=out,
@@ -258,20 +246,6 @@ def _dataset(data: Path | None, name: str) -> Path:
         f"{relative} not found beside the current directory or the checkout; pass --data",
         param_hint="--data",
     )
-
-
-def _parse_overrides(items: list[str] | None) -> dict[str, str]:
-    overrides: dict[str, str] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--set")
-        overrides[name.strip()] = value.strip()
-    try:
-        load_settings(overrides, environ={})
-    except ConfigurationError as error:
-        raise typer.BadParameter(error.message, param_hint="--set") from None
-    return overrides
 
 
 def _public(

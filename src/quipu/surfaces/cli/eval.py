@@ -19,7 +19,7 @@ from quipu.evals.datasets import DatasetFormatError
 from quipu.evals.promotion import SPLITS, PromotionReport, evaluate, load_promotion_dataset
 from quipu.evals.retrieval_eval import DEFAULT_K, RetrievalReport, TierScore, run_retrieval_eval
 from quipu.extraction import DeterministicExtractor, Extractor, ModelExtractor
-from quipu.surfaces.cli.options import Bars, fail
+from quipu.surfaces.cli.options import Bars, SettingOverrides, fail, parse_overrides
 
 app = typer.Typer(help="Quality evaluations (they measure, never gate).", no_args_is_help=True)
 console = Console()
@@ -239,11 +239,15 @@ def _retrieval_table(report: RetrievalReport) -> Table:
     return table
 
 
-def _run_retrieval(data: Path, db: Path, k: int, details: bool) -> RetrievalReport:
+def _run_retrieval(
+    data: Path, db: Path, k: int, details: bool, overrides: dict[str, str]
+) -> RetrievalReport:
     columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn())
     try:
         with Progress(*columns, console=console, transient=True) as bars:
-            return run_retrieval_eval(data, db, k=k, progress=Bars(bars), details=details)
+            return run_retrieval_eval(
+                data, db, k=k, progress=Bars(bars), details=details, overrides=overrides
+            )
     except FileExistsError as error:
         raise typer.BadParameter(str(error), param_hint="--db") from None
     except DatasetFormatError as error:
@@ -268,15 +272,17 @@ def retrieval(
     details: Annotated[
         bool, typer.Option("--details", help="Add every query's scores and top k to the JSON.")
     ] = False,
+    overrides: SettingOverrides = None,
 ) -> None:
     """Ingest the synthetic corpus through the library, recall every query (it sees only
     id, text and as_of), then score against the sealed judgements: P@k, R@k, MRR, nDCG@k,
     top-1 and order violations per tier (EVAL-2)."""
+    settings = parse_overrides(overrides)
     if db is not None:
-        report = _run_retrieval(data, db, k, details)
+        report = _run_retrieval(data, db, k, details, settings)
     else:
         with tempfile.TemporaryDirectory(prefix="quipu-eval-") as tmp:
-            report = _run_retrieval(data, Path(tmp) / "eval.db", k, details)
+            report = _run_retrieval(data, Path(tmp) / "eval.db", k, details, settings)
     ingest = report.ingest
     console.print(
         f"seed {report.seed}: {report.conversations} conversations, {report.turns} turns, "

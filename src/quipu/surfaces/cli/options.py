@@ -25,6 +25,14 @@ Db = Annotated[
     ),
 ]
 Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
+SettingOverrides = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override a setting of Quipu's stores, NAME=VALUE (repeatable); default: the "
+        "shipped defaults.",
+    ),
+]
 
 
 def fail(exc: QuipuError, exit_code: int) -> NoReturn:
@@ -40,6 +48,21 @@ def settings_or_exit(db: str | None, config: Path | None, **overrides: Any) -> S
         return load_settings({"database": db, **overrides}, config_file=config)
     except ConfigurationError as exc:
         fail(exc, 2)
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, str]:
+    """``--set NAME=VALUE`` items as settings overrides, checked against the settings model."""
+    overrides: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--set")
+        overrides[name.strip()] = value.strip()
+    try:
+        load_settings(overrides, environ={})
+    except ConfigurationError as error:
+        raise typer.BadParameter(error.message, param_hint="--set") from None
+    return overrides
 
 
 class Bars:
