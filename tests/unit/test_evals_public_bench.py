@@ -238,3 +238,31 @@ def test_cli_rejects_a_bad_override(locomo_file: Path) -> None:
         app, ["bench", "locomo", "--data", str(locomo_file), "--set", "no_such_setting=1"]
     )
     assert result.exit_code == 2
+
+
+def test_cli_compares_two_runs_question_by_question(locomo_file: Path, tmp_path: Path) -> None:
+    runs = []
+    for name, settings in (("a", []), ("b", ["--set", "fusion=rrf"]), ("plain", [])):
+        out = tmp_path / f"{name}.json"
+        details = [] if name == "plain" else ["--details"]
+        args = ["bench", "locomo", "--data", str(locomo_file), "--out", str(out)]
+        result = CliRunner().invoke(app, [*args, *details, *settings])
+        assert result.exit_code == 0, result.output
+        runs.append(out)
+    report = tmp_path / "compare.json"
+    result = CliRunner().invoke(
+        app, ["bench", "compare", str(runs[0]), str(runs[1]), "--out", str(report)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "session all@5" in result.output and "sign test" in result.output
+    metrics = {m["metric"]: m for m in json.loads(report.read_text())["metrics"]}
+    assert set(metrics) >= {"session all@5", "session all@10", "turn all@5", "turn any@10"}
+    for m in metrics.values():  # the means differ by exactly the questions won and lost
+        assert (m["after"] - m["before"]) * 2 == pytest.approx(len(m["won"]) - len(m["lost"]))
+    # a run without --details, or an unknown system, is a clear error, not a traceback
+    result = CliRunner().invoke(app, ["bench", "compare", str(runs[0]), str(runs[2])])
+    assert result.exit_code == 2 and "--details" in result.output
+    result = CliRunner().invoke(
+        app, ["bench", "compare", str(runs[0]), str(runs[1]), "--system", "bm25"]
+    )
+    assert result.exit_code == 2 and "no system" in result.output and "'bm25'" in result.output

@@ -25,8 +25,10 @@ from rich.status import Status
 from rich.table import Table
 
 import quipu
+from quipu.evals import compare as evals_compare
 from quipu.evals import perf, public_bench
-from quipu.surfaces.cli.options import Bars, SettingOverrides, parse_overrides
+from quipu.evals.datasets import DatasetFormatError
+from quipu.surfaces.cli.options import Bars, SettingOverrides, fail, parse_overrides
 
 app = typer.Typer(help="Benchmarks; each writes its results as JSON.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -230,6 +232,53 @@ def longmemeval(
         as_json=as_json,
         out=out,
     )
+
+
+@app.command()
+def compare(
+    before: Annotated[Path, typer.Argument(help="A bench JSON written with --details.")],
+    after: Annotated[Path, typer.Argument(help="Another, on the same data.")],
+    system: Annotated[
+        str, typer.Option("--system", help="Which system of both runs to compare.")
+    ] = "quipu",
+    ks: Annotated[
+        list[int] | None,
+        typer.Option("--k", min=1, help="Cut-offs (repeatable; default 5 and 10)."),
+    ] = None,
+    out: Out = None,
+) -> None:
+    """Two `locomo`/`longmemeval` runs with --details, question by question: for each
+    metric, the questions the second run gains and loses, and the exact sign test."""
+    try:
+        rows = evals_compare.compare(
+            evals_compare.load_run(before, system),
+            evals_compare.load_run(after, system),
+            tuple(ks or (5, 10)),
+        )
+    except DatasetFormatError as error:
+        fail(error, 2)
+    table = Table(title=f"{system}: {after.name} against {before.name}")
+    for column in ("metric", "before", "after", "won", "lost", "sign test p"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for row in rows:
+        table.add_row(
+            row.metric,
+            f"{row.before:.3f}",
+            f"{row.after:.3f}",
+            str(len(row.won)),
+            str(len(row.lost)),
+            f"{row.p_value:.3g}",
+        )
+    Console().print(table)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result = {
+            "before": str(before),
+            "after": str(after),
+            "system": system,
+            "metrics": [row.to_dict() for row in rows],
+        }
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
 def _dataset(data: Path | None, name: str) -> Path:
