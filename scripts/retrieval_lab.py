@@ -33,6 +33,7 @@ import numpy.typing as npt
 from quipu.evals.metrics import recall_all_at_k, recall_any_at_k, sessions_from_ranked_turns
 from quipu.evals.public_bench import Haystack, locomo_haystacks, longmemeval_haystacks
 from quipu.retrieval import bm25
+from quipu.retrieval.expansion import query_keys
 from quipu.retrieval.temporal import query_windows
 from quipu.retrieval.terms import STOPWORDS
 
@@ -371,6 +372,9 @@ class Variant:
     """Weight of the next turn's keys in the turn's own BM25 document."""
     content_query: float = 0.0
     """Query vector = unit(q + w * vector of the query's content words)."""
+    expansion: float = 0.0
+    """Query expansion as the product does it (``query_expansion``): the nearest words of the
+    query's words from the shipped table, at this weight x their cosine."""
     """Cosine = (1 - w) * cosine to the turn + w * cosine to its context window."""
 
     def scores(self, p: Prepared, q: int) -> Scores:
@@ -380,6 +384,9 @@ class Variant:
             query = query + self.content_query * p.content_queries[q].astype(np.float64)
             query /= np.linalg.norm(query)
         weights = query_weights(p.haystack.queries[q].text, self.plain, self.names)
+        if self.expansion:
+            expanded = query_keys(p.haystack.queries[q].text, self.expansion)
+            weights |= {k: w for k, w in expanded.items() if w < 1.0 and k not in weights}
         fused = self._scores(p, q, query, weights)
         if not (self.rocchio or self.rm3):
             return fused
@@ -565,6 +572,9 @@ SHIPPED2 = dataclasses.replace(
 )
 VARIANTS = {
     "shipped2": SHIPPED2,
+    "shipped2+expansion": dataclasses.replace(
+        SHIPPED2, expansion=0.3, note="shipped2 with query_expansion = 0.3 (sixth round)."
+    ),
     "bm25-old": Variant(fusion="bm25", k1=1.2, b=0.75),
     "cosine": Variant(fusion="cosine"),
     "rrf-old": Variant(fusion="rrf", k1=1.2, b=0.75, temporal=0.0, depth=60),
