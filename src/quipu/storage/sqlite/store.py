@@ -491,9 +491,7 @@ class SQLiteStore(ControlTables, WorkTables):
         with index.lock:
             if index.generation != generation - 1:
                 return  # another process wrote in between: the next read replays the log
-            if vector is None and previous_key is not None:
-                vector = index.vector_of(previous_key)
-            index.add(_row(key, memory, memory.invalid_at, terms), vector)
+            _add_version(index, key, memory, previous_key, vector, terms)
             index.generation = generation
 
     def _cache_retire(self, ref: ScopeRef, key: int, end: datetime | None) -> None:
@@ -569,9 +567,8 @@ class SQLiteStore(ControlTables, WorkTables):
                     index.retire(int(retired), rows[int(retired)][1])
                 _, _, terms, blob = rows[int(key)]
                 vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
-                if vector is None and retired is not None:
-                    vector = index.vector_of(int(retired))
-                index.add(_row(int(key), memory, memory.invalid_at, (terms or "").split()), vector)
+                previous = None if retired is None else int(retired)
+                _add_version(index, int(key), memory, previous, vector, (terms or "").split())
             index.generation = steps[-1]
         self.catch_ups += 1
         return True
@@ -747,6 +744,21 @@ class SQLiteStore(ControlTables, WorkTables):
                 yield to_record(r), vector
         finally:
             conn.close()
+
+
+def _add_version(
+    index: ScopeIndex,
+    key: int,
+    memory: MemoryVersion,
+    previous_key: int | None,
+    vector: Vector | None,
+    terms: list[str],
+) -> None:
+    """Add a written version to ``index`` (this process's write, or one replayed from
+    ``scope_log``); a version given no vector keeps the one of the version it replaces."""
+    if vector is None and previous_key is not None:
+        vector = index.vector_of(previous_key)
+    index.add(_row(key, memory, memory.invalid_at, terms), vector)
 
 
 def _row(key: int, m: MemoryVersion, end: datetime | None, terms: list[str]) -> Row:
