@@ -37,15 +37,20 @@ def tokenize(text: str) -> list[str]:
     return tokenize_many([text])[0]
 
 
+def split_words(text: str) -> list[str]:
+    """The words :func:`tokenize` stems: NFKC, case-folded, stop words left out."""
+    text = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    return [w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS]
+
+
 def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     """:func:`tokenize` for many texts, stemming them all in one call."""
     split: list[list[str]] = []
     flat: list[str] = []
     for raw in texts:
-        text = raw if raw.isascii() else unicodedata.normalize("NFKC", raw)
-        words = [w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS]
-        split.append(words)
-        flat.extend(words)
+        found = split_words(raw)
+        split.append(found)
+        flat.extend(found)
     stemmed = _stemmer.stemWords(flat)
     out: list[list[str]] = []
     at = 0

@@ -13,20 +13,16 @@ from __future__ import annotations
 
 import gzip
 import importlib.resources
-import re
-import unicodedata
 from collections.abc import Mapping
 from functools import cache
 
-from quipu.retrieval.bm25 import query_tokens, tokenize_many
-from quipu.retrieval.terms import STOPWORDS
+from quipu.retrieval.bm25 import query_tokens, split_words, tokenize_many
 
 #: Neighbours taken per query word (those whose stem is already a key are skipped).
 PER_WORD = 3
 #: Lowest cosine taken.
 FLOOR = 0.6
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 Neighbours = Mapping[str, tuple[tuple[str, float], ...]]
 
 
@@ -58,9 +54,8 @@ def query_keys(query: str, weight: float) -> dict[str, float]:
     if weight <= 0:
         return keys
     table = neighbours()
-    text = query if query.isascii() else unicodedata.normalize("NFKC", query)
-    words = [w for w in dict.fromkeys(_WORD.findall(text.casefold())) if w not in STOPWORDS]
-    for word, stems in zip(words, tokenize_many(words), strict=True):
+    distinct = list(dict.fromkeys(split_words(query)))
+    for word, stems in zip(distinct, tokenize_many(distinct), strict=True):
         if not stems or stems[0] not in own:
             continue  # a question-form word left out of the keys, or not a key of its own
         taken = 0
