@@ -13,7 +13,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -418,12 +417,13 @@ class MemoryService:
         # has one core to itself (recall_concurrency 1), where a second thread only adds
         # handoffs: 2 cores, --workers 2, c=8: ~285 -> ~300 requests/s, p95 -3 ms inline.
         keyword: Future[tuple[tuple[list[Candidate], SearchInfo], float]]
-        search_text = partial(self.store.text_candidates, expansion=self.limits.query_expansion)
         if self.limits.recall_concurrency == 1:
             keyword = Future()
-            keyword.set_result(_timed(search_text, ref, text, flt, depth))
+            keyword.set_result(_timed(self._text_candidates, ref, text, flt, depth))
         else:
-            keyword = self._search_pool().submit(_timed, search_text, ref, text, flt, depth)
+            keyword = self._search_pool().submit(
+                _timed, self._text_candidates, ref, text, flt, depth
+            )
         fallback, reason, vector = self._embed_query(text, timings)
 
         lists: dict[str, list[Candidate]] = {}
@@ -786,6 +786,14 @@ class MemoryService:
         moved: Vector = (mixed / norm).astype(np.float32)
         return moved
 
+    def _text_candidates(
+        self, ref: ScopeRef, text: str, flt: Filters, depth: int
+    ) -> tuple[list[Candidate], SearchInfo]:
+        """The store's keyword search with this service's ``query_expansion``."""
+        return self.store.text_candidates(
+            ref, text, flt, depth, expansion=self.limits.query_expansion
+        )
+
     def _temporal_boosts(
         self,
         ref: ScopeRef,
@@ -805,9 +813,7 @@ class MemoryService:
             if narrowed is None:
                 continue
             if at not in cache.keyword_inside:  # the same in both passes: searched once
-                cache.keyword_inside[at] = self.store.text_candidates(
-                    ref, text, narrowed, depth, expansion=self.limits.query_expansion
-                )[0]
+                cache.keyword_inside[at] = self._text_candidates(ref, text, narrowed, depth)[0]
             inside = list(cache.keyword_inside[at])
             if vector is not None:
                 inside += self.store.vector_candidates(ref, vector, narrowed, depth)[0]
