@@ -36,16 +36,6 @@ class Paired:
     p_value: float
     """Exact two-sided sign test over ``won`` and ``lost`` (1.0 when both are empty)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "before": self.before,
-            "after": self.after,
-            "won": list(self.won),
-            "lost": list(self.lost),
-            "p_value": self.p_value,
-        }
-
 
 def sign_test(won: int, lost: int) -> float:
     """Two-sided exact binomial test of ``won`` against ``lost`` at p = 1/2."""

@@ -7,6 +7,7 @@ import os
 import platform
 import tempfile
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,11 +45,16 @@ def _emit(name: str, result: dict[str, Any], out: Path | None) -> None:
         "machine": perf.machine(),
         **result,
     }
+    print(_write_json(result, out))
+
+
+def _write_json(result: dict[str, Any], out: Path | None) -> str:
+    """``result`` as indented JSON, written to ``out`` too when given (folders made)."""
     text = json.dumps(result, indent=2)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    return text
 
 
 def _reporter(status: Status, label: str, total: int) -> Callable[[int], None]:
@@ -271,14 +277,8 @@ def compare(
         )
     Console().print(table)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        result = {
-            "before": str(before),
-            "after": str(after),
-            "system": system,
-            "metrics": [row.to_dict() for row in rows],
-        }
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        result = {"before": str(before), "after": str(after), "system": system}
+        _write_json({**result, "metrics": [asdict(row) for row in rows]}, out)
 
 
 def _dataset(data: Path | None, name: str) -> Path:
@@ -346,10 +346,7 @@ def _public(
         "load_average": {"before": list(load_before), "after": list(os.getloadavg())},
         **report,
     }
-    text = json.dumps(result, indent=2)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
+    text = _write_json(result, out)
     if as_json:
         print(text)
     else:
