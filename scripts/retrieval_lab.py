@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import math
 import pickle
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from quipu.evals.compare import sign_test
 from quipu.evals.metrics import recall_all_at_k, recall_any_at_k, sessions_from_ranked_turns
 from quipu.evals.public_bench import Haystack, locomo_haystacks, longmemeval_haystacks
 from quipu.retrieval import bm25
@@ -63,25 +65,36 @@ class Prepared:
     asks_cache: npt.NDArray[np.float64] | None = None
     context: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
     """Vectors of each turn embedded with its context, by window (see :func:`windows`)."""
-    content_queries: npt.NDArray[np.float32] | None = None
-    """Vectors of the queries' content words only (see :func:`content_words`)."""
+    content_queries: dict[float, npt.NDArray[np.float32]] = field(default_factory=dict)
+    """Vectors of the queries' content words only, by ``content_share`` (0: see
+    :func:`content_words`; above 0: see :func:`common_words_dropped`)."""
+    sentences: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+    """The sentences of turns with two or more (see :func:`sentences`): each one's turn index,
+    and its vector."""
 
     def __post_init__(self) -> None:
         names = [t.session for t in self.haystack.turns]
         number = {name: i for i, name in enumerate(dict.fromkeys(names))}
         self.session = np.array([number[name] for name in names], dtype=np.int64)
 
-    def postings(self, neighbours: int = 0, dates: bool = False) -> bm25.Postings:
-        """BM25 postings of the turns (or of each turn with its ``neighbours`` nearest turns
-        on each side within its session); ``dates`` adds the session's month name and year
-        to every turn."""
-        key = (int(neighbours), dates)
-        if key in self.cache:
-            return self.cache[key]
-        docs = self.tokens
+    def documents(self, dates: bool, pairs: bool) -> list[list[str]]:
+        """Each turn's BM25 keys; ``dates`` adds its session's month name and year, ``pairs``
+        each pair of adjacent keys (:func:`pairs_of`)."""
+        docs = [[*d, *pairs_of(d)] for d in self.tokens] if pairs else self.tokens
         if dates:
             stamps = bm25.tokenize_many([f"{at:%B %Y}" for at in self.observed])
             docs = [[*d, *s] for d, s in zip(docs, stamps, strict=True)]
+        return docs
+
+    def postings(
+        self, neighbours: int = 0, dates: bool = False, pairs: bool = False
+    ) -> bm25.Postings:
+        """BM25 postings of the turns (or of each turn with its ``neighbours`` nearest turns
+        on each side within its session); ``dates`` and ``pairs`` as in :meth:`documents`."""
+        key = (int(neighbours), dates, pairs)
+        if key in self.cache:
+            return self.cache[key]
+        docs = self.documents(dates, pairs)
         if neighbours:
             n = len(docs)
             docs = [
@@ -98,17 +111,16 @@ class Prepared:
         self.cache[key] = index
         return index
 
-    def context_postings(self, prev: float, nxt: float, dates: bool) -> bm25.Postings:
+    def context_postings(
+        self, prev: float, nxt: float, dates: bool, pairs: bool = False
+    ) -> bm25.Postings:
         """One BM25 index of each turn's own keys plus the previous (``prev``) and next
         (``nxt``) turn's keys of its session, those counted at that weight per occurrence (the
         product's context keys are ``prev`` = 1, ``nxt`` = 0)."""
-        key = ("context", prev, nxt, dates)
+        key = ("context", prev, nxt, dates, pairs)
         if key in self.cache:
             return self.cache[key]
-        docs = self.tokens
-        if dates:
-            stamps = bm25.tokenize_many([f"{at:%B %Y}" for at in self.observed])
-            docs = [[*d, *s] for d, s in zip(docs, stamps, strict=True)]
+        docs = self.documents(dates, pairs)
         index = bm25.Postings()
         for i, own in enumerate(docs):
             weights: dict[str, float] = {}
@@ -164,6 +176,35 @@ QUESTION_WORDS = frozenset(
     )
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_SPEAKER = re.compile(r"^[^:\n]{1,40}: ")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\[image:|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a turn (an image caption counts as one) of three or more words, each
+    with the turn's ``Speaker: `` label; none when the turn has fewer than two."""
+    label = _SPEAKER.match(text)
+    head, body = (label.group(0), text[label.end() :]) if label else ("", text)
+    parts = [part.strip(" ]") for part in _SENTENCE_END.split(body)]
+    parts = [part for part in parts if len(part.split()) >= 3]
+    return [head + part for part in parts] if len(parts) >= 2 else []
+
+
+def pairs_of(keys: list[str]) -> list[str]:
+    """Adjacent BM25 keys joined (``support_group``): a phrase key for proximity."""
+    return [f"{a}_{b}" for a, b in itertools.pairwise(keys) if a != b]
+
+
+def common_words_dropped(text: str, index: bm25.Postings, share: float) -> str:
+    """``text`` without the words whose key is in more than ``share`` of the haystack's turns
+    (in a conversation, the speakers' names): a query as its distinctive words."""
+    n = max(len(index), 1)
+    kept = [
+        word
+        for word in _WORD.findall(text)
+        if not (keys := bm25.tokenize(word)) or index.document_frequency(keys[0]) / n <= share
+    ]
+    return " ".join(kept) or text
 
 
 def windows(haystack: Haystack) -> tuple[list[str], list[str]]:
@@ -202,9 +243,17 @@ def content_words(text: str) -> str:
     )
 
 
-def prepare(name: str, cache: Path, context: bool = False) -> list[Prepared]:
+def prepare(
+    name: str,
+    cache: Path,
+    context: bool = False,
+    sentence: bool = False,
+    shares: Collection[float] = (),
+) -> list[Prepared]:
     """The haystacks of ``name`` with their vectors; ``context`` also loads (or embeds, once)
-    every turn's context windows (:func:`windows`) and the queries' content words."""
+    every turn's context windows (:func:`windows`) and the queries' content words,
+    ``sentence`` the vectors of the turns' sentences (:func:`sentences`), and each of
+    ``shares`` the queries without their common words (:func:`common_words_dropped`)."""
     relative, loader = FILES[name]
     haystacks = loader(DATA / relative)
 
@@ -233,8 +282,34 @@ def prepare(name: str, cache: Path, context: bool = False) -> list[Prepared]:
         model = embedder()
         return [model.embed_batch([content_words(q.text) for q in h.queries]) for h in haystacks]
 
+    def split() -> Any:
+        model = embedder()
+        out = []
+        for h in haystacks:
+            owners = [i for i, t in enumerate(h.turns) for _ in sentences(t.text)]
+            texts = [part for t in h.turns for part in sentences(t.text)]
+            out.append((np.array(owners, dtype=np.int64), model.embed_batch(texts)))
+        return out
+
+    def dropped(share: float) -> Callable[[], Any]:
+        def compute() -> Any:
+            model = embedder()
+            out = []
+            for h in haystacks:
+                index = bm25.Postings()
+                index.bulk_add(bm25.tokenize_many([t.text for t in h.turns]))
+                texts = [common_words_dropped(q.text, index, share) for q in h.queries]
+                out.append(model.embed_batch(texts))
+            return out
+
+        return compute
+
     contexts = cached(cache / f"{name}-context.pkl", in_context) if context else None
     contents = cached(cache / f"{name}-content.pkl", content) if context else None
+    split_vectors = cached(cache / f"{name}-sentences.pkl", split) if sentence else None
+    by_share = {
+        share: cached(cache / f"{name}-common-{share}.pkl", dropped(share)) for share in shares
+    }
     out = []
     for at, (haystack, (turns, queries)) in enumerate(zip(haystacks, vectors, strict=True)):
         sessions = [t.session for t in haystack.turns]
@@ -255,7 +330,9 @@ def prepare(name: str, cache: Path, context: bool = False) -> list[Prepared]:
                     ]
                 ),
                 context=dict(zip(("prev", "both"), contexts[at], strict=True)) if contexts else {},
-                content_queries=contents[at] if contents else None,
+                content_queries=({0.0: contents[at]} if contents else {})
+                | {share: vectors_of[at] for share, vectors_of in by_share.items()},
+                sentences=split_vectors[at] if split_vectors else None,
             )
         )
     return out
@@ -357,15 +434,17 @@ class Variant:
     context_vector: str = ""  # "" | prev | both
     """Which context-window embedding of each turn (see :func:`windows`) joins the cosine."""
     context_weight: float = 0.5
+    """Cosine = (1 - w) * cosine to the turn + w * cosine to its context window."""
     question_penalty: float = 0.0
     """Subtracted x the share of a turn's sentences that are questions (they ask, not tell)."""
     vector_depth: int = 0
     """Depth of the vector list alone (0: ``depth``)."""
     feedback_depth: int = 0
+    """Depth of the feedback pass's vector list (0: as the first pass)."""
     feedback_pool: bool = False
     """The feedback pass rescores only the first pass's pool (no second full vector search)."""
     restrict: Any = field(default=None, compare=False, repr=False)
-    """Depth of the feedback pass's vector list (0: as the first pass)."""
+    """Internal: the rows the feedback pass may score (set by ``feedback_pool``)."""
     prev_keys: float = 0.0
     """Weight of the previous turn's keys in the turn's own BM25 document (product: 1)."""
     next_keys: float = 0.0
@@ -375,15 +454,26 @@ class Variant:
     expansion: float = 0.0
     """Query expansion as the product does it (``query_expansion``): the nearest words of the
     query's words from the shipped table, at this weight x their cosine."""
-    """Cosine = (1 - w) * cosine to the turn + w * cosine to its context window."""
+    content_share: float = 0.0
+    """What ``content_query`` embeds: 0, the query without stop words and question-form words
+    (:func:`content_words`); above 0, without the words in more than this share of the
+    haystack's turns (:func:`common_words_dropped`)."""
+    sentence_weight: float = 0.0
+    """Cosine = (1 - w) * cosine to the turn + w * its best sentence's, for turns of two or
+    more sentences (:func:`sentences`; each sentence embedded alone)."""
+    pairs: float = 0.0
+    """Adjacent keys as extra keys of turns and queries (:func:`pairs_of`), at this query
+    weight."""
 
     def scores(self, p: Prepared, q: int) -> Scores:
         query = p.queries[q].astype(np.float64)
         if self.content_query:
-            assert p.content_queries is not None
-            query = query + self.content_query * p.content_queries[q].astype(np.float64)
+            content = p.content_queries[self.content_share][q]
+            query = query + self.content_query * content.astype(np.float64)
             query /= np.linalg.norm(query)
         weights = query_weights(p.haystack.queries[q].text, self.plain, self.names)
+        if self.pairs:
+            weights |= dict.fromkeys(pairs_of(list(weights)), self.pairs)
         if self.expansion:
             expanded = query_keys(p.haystack.queries[q].text, self.expansion)
             weights |= {k: w for k, w in expanded.items() if w < 1.0 and k not in weights}
@@ -436,14 +526,21 @@ class Variant:
         if self.context_vector:
             window = p.context[self.context_vector].astype(np.float64) @ query
             cosine = (1 - self.context_weight) * cosine + self.context_weight * window
+        if self.sentence_weight:
+            assert p.sentences is not None
+            owners, vectors = p.sentences
+            best = np.full(len(cosine), -2.0)
+            np.maximum.at(best, owners, vectors.astype(np.float64) @ query)
+            mixed = (1 - self.sentence_weight) * cosine + self.sentence_weight * best
+            cosine = np.where(best > -2.0, mixed, cosine)
         if self.vector_neighbours:
             prev = np.where(p.prev >= 0, cosine[p.prev], cosine)
             nxt = np.where(p.next >= 0, cosine[p.next], cosine)
             cosine = cosine + self.vector_neighbours * (prev + nxt) / 2
         index = (
-            p.context_postings(self.prev_keys, self.next_keys, self.dates)
+            p.context_postings(self.prev_keys, self.next_keys, self.dates, self.pairs > 0)
             if self.prev_keys or self.next_keys
-            else p.postings(dates=self.dates)
+            else p.postings(dates=self.dates, pairs=self.pairs > 0)
         )
         text = weighted_bm25(index, weights, self.k1, self.b)
         if self.neighbours:
@@ -528,6 +625,8 @@ def _df(index: bm25.Postings, token: str) -> int:
 def evaluate(
     prepared: list[Prepared], score: Callable[[Prepared, int], Scores]
 ) -> dict[str, float]:
+    """Means over every question; the ``"all@5"`` row of each question is also kept in
+    :data:`LAST_ALL5` (for ``--oracle``)."""
     rows: dict[str, list[float]] = {}
     for p in prepared:
         ids = [t.turn_id for t in p.haystack.turns]
@@ -545,7 +644,12 @@ def evaluate(
             rows.setdefault(f"cat {query.category.split()[0]}", []).append(
                 recall_all_at_k(sessions, query.gold_sessions, 5)
             )
+    LAST_ALL5[:] = rows["all@5"]
     return {name: float(np.mean(values)) for name, values in rows.items()}
+
+
+#: Each question's session all@5 in the last :func:`evaluate` call.
+LAST_ALL5: list[float] = []
 
 
 #: The best combination found (see ``best`` below and the lab's report in the docs).
@@ -714,26 +818,55 @@ def main() -> None:
         "variants", nargs="*", help=f"Some of: {', '.join(VARIANTS)}; or [name/]field=value,..."
     )
     parser.add_argument("--list", action="store_true", help="List the named variants.")
+    parser.add_argument(
+        "--oracle",
+        action="store_true",
+        help="Also print all@5 when each question takes the best of the variants run: the "
+        "most any rule choosing among them per question could reach.",
+    )
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="Also print, per variant, the questions it wins and loses at all@5 against the "
+        "first variant named, with the exact sign test's p.",
+    )
     args = parser.parse_args()
     if args.list:
         for name, known in VARIANTS.items():
             print(f"{name:30} {known.note}")
         return
     chosen = [variant(name) for name in args.variants or VARIANTS]
-    context = any(v.context_vector or v.content_query for v in chosen)
-    data = {name: prepare(name, args.cache, context) for name in FILES}
+    context = any(v.context_vector or (v.content_query and not v.content_share) for v in chosen)
+    sentence = any(v.sentence_weight for v in chosen)
+    shares = {v.content_share for v in chosen if v.content_query and v.content_share}
+    data = {name: prepare(name, args.cache, context, sentence, shares) for name in FILES}
     print(
         f"{'variant':40} {'LoCoMo@5':>8} {'@10':>6} {'turn@5':>6} {'c1':>6} {'c2':>6} {'c3':>6} "
         f"{'c4':>6}   {'LME@5':>6} {'@10':>6} {'turn@5':>6}"
     )
+    best: dict[str, npt.NDArray[np.float64]] = {}
+    first: dict[str, npt.NDArray[np.float64]] = {}
     for name, v in zip(args.variants or VARIANTS, chosen, strict=True):
-        a = evaluate(data["locomo"], v.scores)
-        b = evaluate(data["longmemeval"], v.scores)
+        paired, results = "", {}
+        for dataset in FILES:
+            results[dataset] = evaluate(data[dataset], v.scores)
+            hits = np.array(LAST_ALL5)
+            best[dataset] = np.maximum(best.get(dataset, hits), hits)
+            base = first.setdefault(dataset, hits)
+            won, lost = int((hits > base).sum()), int((hits < base).sum())
+            paired += f"   +{won} -{lost} p={sign_test(won, lost):.2g}"
+        a, b = results["locomo"], results["longmemeval"]
         print(
             f"{name:40} {a['all@5']:8.3f} {a['all@10']:6.3f} {a['turn all@5']:6.3f} "
             + " ".join(f"{a[f'cat {c}']:6.3f}" for c in "1234")
-            + f"   {b['all@5']:6.3f} {b['all@10']:6.3f} {b['turn all@5']:6.3f}",
+            + f"   {b['all@5']:6.3f} {b['all@10']:6.3f} {b['turn all@5']:6.3f}"
+            + (paired if args.paired else ""),
             flush=True,
+        )
+    if args.oracle:
+        print(
+            f"{'oracle: best variant per question':40} {best['locomo'].mean():8.3f} "
+            f"{'':>41}   {best['longmemeval'].mean():6.3f}"
         )
 
 
