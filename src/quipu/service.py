@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -40,6 +40,7 @@ from quipu.core.text import content_hash, embedding_key, fold
 from quipu.core.versions import Change
 from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
+from quipu.retrieval import focus
 from quipu.retrieval.fusion import rrf, score_fusion, session_aggregate
 from quipu.retrieval.temporal import query_windows, window_filters
 from quipu.safety import find_secrets, looks_like_injection, secret_error
@@ -78,6 +79,8 @@ class Limits:
     session_weight: float = 1.0
     feedback_weight: float = 0.5
     query_expansion: float = 0.0
+    focus_weight: float = 2.0
+    focus_share: float = 0.4
     recall_concurrency: int | None = None  # None: no bound
 
     @classmethod
@@ -425,6 +428,8 @@ class MemoryService:
                 _timed, self._text_candidates, ref, text, flt, depth
             )
         fallback, reason, vector = self._embed_query(text, timings)
+        if vector is not None and self.limits.focus_weight > 0:
+            vector = self._focus(ref, text, vector, timings)
 
         lists: dict[str, list[Candidate]] = {}
         paths: dict[str, str] = {}
@@ -863,6 +868,25 @@ class MemoryService:
             return True, "embedder_unavailable", None
         timings["embed_ms"] = _ms(mark)
         return False, None, vector
+
+    def _focus(self, ref: ScopeRef, text: str, vector: Vector, timings: dict[str, float]) -> Vector:
+        """``vector`` mixed with the vector of the query without the words most of the scope's
+        memories hold (:mod:`quipu.retrieval.focus`); ``vector`` itself when no word is that
+        common, or the embedder fails on the second text."""
+        assert self.embedder is not None  # the caller holds a query vector
+        mark = time.perf_counter()
+        keys = [key for _, key in focus.word_keys(text) if key is not None]
+        rows, frequencies = self.store.key_frequencies(ref, keys) if keys else (0, {})
+        focused = focus.focused_query(text, rows, frequencies, share=self.limits.focus_share)
+        out = vector
+        # on an embedder failure the plain query still searches
+        with suppress(EmbeddingUnavailable):
+            if focused is not None:
+                out = focus.mix(
+                    vector, self.embedder.embed_query(focused), self.limits.focus_weight
+                )
+        timings["focus_ms"] = _ms(mark)
+        return out
 
     def _refuse_secrets(
         self,

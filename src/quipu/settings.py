@@ -109,6 +109,23 @@ class Settings(BaseModel):
         "paraphrases but lets an outdated memory outrank its replacement more often "
         "(docs/benchmarks.md, sixth round).",
     )
+    focus_weight: float = Field(
+        2.0,
+        ge=0,
+        le=10,
+        description="A recall query is also embedded without the words more than "
+        "`focus_share` of the scope's memories hold (such as the user's own name in a personal "
+        "scope), and the vector search uses the query's vector plus this weight times that "
+        "one's; 0 turns it off (docs/benchmarks.md, seventh round).",
+    )
+    focus_share: float = Field(
+        0.4,
+        gt=0,
+        le=1,
+        description="For `focus_weight`: a query word is left out of the focused query when "
+        "its full-text key is in more than this share of the scope's memories (and in at "
+        "least 10 of them).",
+    )
     vector_cache_rows: int = Field(
         2_000_000, ge=1000, description="Rows the in-process vector cache keeps across scopes."
     )

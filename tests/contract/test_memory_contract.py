@@ -713,6 +713,64 @@ def test_recall_boosts_memories_observed_in_a_date_the_query_names(
     assert "time" in hits[0].matched and "time" not in hits[1].matched
 
 
+def test_key_frequencies_are_the_scope_counts_bm25_reads(
+    service: MemoryService, alice: Principal, bob: Principal
+) -> None:
+    """Store.key_frequencies: the scope's row count and how many rows hold each key, other
+    scopes not counted, keys no row holds left out (recall's focused query reads them)."""
+    for text in (
+        "Zara: the supermarket was packed",
+        "Zara: I moved to Bologna",
+        "Zara: Bologna has great food",
+        "Lunch was soup",
+    ):
+        service.remember(alice, text)
+    service.remember(bob, "Zara: soup in Bologna")
+    ref = resolve_scope(alice, "agent")
+    rows, frequencies = service.store.key_frequencies(ref, ["zara", "bologna", "soup", "absent"])
+    assert rows == 4
+    assert frequencies == {"zara": 3, "bologna": 2, "soup": 1}
+    assert service.store.key_frequencies(ref, []) == (4, {})
+    empty = resolve_scope(alice, "user")
+    assert service.store.key_frequencies(empty, ["zara"]) == (0, {})
+
+
+#: One user's memories, each with their name, as a chat transcript stores them.
+ZARA = (
+    "Zara: Just got back from the supermarket, it was absolutely packed.",
+    "Zara: Stuck on the underground for forty minutes again this morning.",
+    "Zara: Barely slept last night, the neighbours had a party until three.",
+    "Zara: My phone screen cracked this morning, brilliant start to the day.",
+    "Zara: Sorry I've been quiet, it's been a hectic couple of weeks.",
+    "Zara: Finally cleaned out the fridge, found things I don't want to describe.",
+    "Zara: My houseplant is dying again, I think I'm overwatering it.",
+    "Zara: Did you catch the baking show? No spoilers please!",
+    "Zara: The heating in the building is broken again.",
+    "Zara: Work was fine today, nothing exciting, just emails.",
+    "Zara: Big news: I moved to Bologna last weekend, there are boxes everywhere.",
+    "Zara: Spent the whole Saturday evening rearranging the bookshelf.",
+)
+
+
+def test_recall_focuses_the_query_vector_on_the_words_few_memories_hold(
+    service: MemoryService, alice: Principal
+) -> None:
+    """Every memory holds the user's name, so "Which city does Zara live in?" is close to every
+    short memory, and the move is not among the first four. The focused query
+    (docs/benchmarks.md, seventh round) adds the vector of the question without "Zara", and
+    the move is second. With ``focus_weight`` 0 nothing changes."""
+    for text in ZARA:
+        service.remember(alice, text)
+    query = "Which city does Zara live in?"
+    focused = service.recall(alice, query, k=2)
+    assert ZARA[10] in texts(focused)
+    assert "focus_ms" in focused.meta["timings"]
+    plain = MemoryService(service.store, service.embedder, Limits(focus_weight=0.0))
+    unfocused = plain.recall(alice, query, k=4)
+    assert ZARA[10] not in texts(unfocused)
+    assert "focus_ms" not in unfocused.meta["timings"]
+
+
 def test_recall_text_keys_include_the_nearest_words_of_the_query_words(
     service: MemoryService, alice: Principal
 ) -> None:

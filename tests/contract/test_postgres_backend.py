@@ -233,8 +233,12 @@ def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistic
     monkeypatch.undo()
     # per query: the scope's statistics, then one statement that counts and scores
     assert len(sent) == 2 * len(queries)
+    keys = ["orchid", "garden", "basil", "absent"]
+    counted = store.key_frequencies(ref, keys)  # counted now, as small_scope_bm25 does
     with psycopg.connect(schema) as conn:
         track_terms(conn, ref)
+    assert store.key_frequencies(ref, keys) == counted  # read from scope_terms
+    assert counted[1]["basil"] > counted[1]["orchid"] > 0 and "absent" not in counted[1]
     tracked = [
         store.text_candidates(ref, q, flt, 8, expansion=e)
         for (q, flt), e in zip(queries, expansion, strict=True)

@@ -22,6 +22,8 @@ RANKING_SETTINGS = (
     "session_weight",
     "feedback_weight",
     "query_expansion",
+    "focus_weight",
+    "focus_share",
     "rrf_k",
     "max_k",
 )

@@ -133,6 +133,11 @@ class Store(Protocol):
         > 0 adds the neighbours of the query's words as keys at that weight x their cosine
         (:func:`~quipu.retrieval.expansion.query_keys`)."""
 
+    def key_frequencies(self, ref: ScopeRef, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The document count and frequencies BM25's idf reads in the scope: how many rows its
+        keyword index holds, and how many of them hold each of ``keys`` (BM25 keys; those none
+        holds are left out). Recall's focused query (:mod:`quipu.retrieval.focus`) reads it."""
+
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str
     ) -> list[tuple[int, str]]:

@@ -340,6 +340,28 @@ def small_scope_bm25(
     return _found([r for r in rows if r[0] is not None], sign=1.0), "bm25-tsvector", matched
 
 
+def key_frequencies(
+    conn: psycopg.Connection[Any], ref: ScopeRef, lexemes: list[str]
+) -> tuple[int, dict[str, int]]:
+    """The scope's version count and the document frequency of each of ``lexemes`` (those no
+    row holds left out): the figures :func:`bm25` computes its idf from, read the same way."""
+    rows = conn.execute(
+        "SELECT s.version_count, s.terms_tracked, t.lexeme, t.df"
+        " FROM scope_state s LEFT JOIN scope_terms t ON s.terms_tracked"
+        " AND t.tenant_id = s.tenant_id AND t.scope = s.scope AND t.owner = s.owner"
+        " AND t.lexeme = ANY(%s) WHERE s.tenant_id = %s AND s.scope = %s AND s.owner = %s",
+        (lexemes, ref.tenant_id, ref.scope.value, ref.owner),
+    ).fetchall()
+    if not rows:
+        return 0, {}
+    n = int(rows[0][0])
+    if not lexemes:
+        return n, {}
+    if rows[0][1]:
+        return n, {str(r[2]): int(r[3]) for r in rows if r[2] is not None and r[3] > 0}
+    return n, count_terms(conn, ref, lexemes)
+
+
 def count_terms(conn: psycopg.Connection[Any], ref: ScopeRef, lexemes: list[str]) -> dict[str, int]:
     """Document frequency of ``lexemes`` in the scope, counted now (scopes without
     ``scope_terms``: small ones, where the count is cheap)."""

@@ -53,6 +53,7 @@ from quipu.storage.postgres.search import (
     ann_knn,
     bm25,
     exact_knn,
+    key_frequencies,
     track_terms,
 )
 from quipu.storage.postgres.work import WorkTables
@@ -613,6 +614,10 @@ class PostgresStore(ControlTables, WorkTables):
         with self._conn() as conn:
             (found, sessions), path, matched = bm25(conn, ref, keys, filters, limit, self.plan)
         return found, SearchInfo(path, matched, sessions)
+
+    def key_frequencies(self, ref: ScopeRef, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
+        with self._conn() as conn:
+            return key_frequencies(conn, ref, list(dict.fromkeys(keys)))
 
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str

@@ -253,6 +253,13 @@ class ScopeIndex:
         with self.lock:
             return {k: self._sessions[k] for k in keys if k in self._sessions}
 
+    def key_frequencies(self, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Rows of the keyword index, and how many hold each of ``keys`` (those none hold are
+        left out)."""
+        with self.lock:
+            counts = {key: self.postings.document_frequency(key) for key in dict.fromkeys(keys)}
+            return len(self.postings), {key: n for key, n in counts.items() if n}
+
     def vector_of(self, key: int) -> npt.NDArray[np.float32] | None:
         with self.lock:
             i = self._position.get(key)

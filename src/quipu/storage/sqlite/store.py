@@ -665,6 +665,9 @@ class SQLiteStore(ControlTables, WorkTables):
         found, scanned = index.search_text(keys, filters, limit, _now_micros())
         return found, SearchInfo("bm25-scope", scanned)
 
+    def key_frequencies(self, ref: ScopeRef, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return self._index(ref).key_frequencies(keys)  # the postings BM25 reads
+
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str
     ) -> list[tuple[int, str]]:
