@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -427,9 +427,7 @@ class MemoryService:
             keyword = self._search_pool().submit(
                 _timed, self._text_candidates, ref, text, flt, depth
             )
-        fallback, reason, vector = self._embed_query(text, timings)
-        if vector is not None and self.limits.focus_weight > 0:
-            vector = self._focus(ref, text, vector, timings)
+        fallback, reason, vector = self._embed_query(ref, text, timings)
 
         lists: dict[str, list[Candidate]] = {}
         paths: dict[str, str] = {}
@@ -856,37 +854,37 @@ class MemoryService:
         return vector
 
     def _embed_query(
-        self, text: str, timings: dict[str, float]
+        self, ref: ScopeRef, text: str, timings: dict[str, float]
     ) -> tuple[bool, str | None, Vector | None]:
+        """(fallback, reason, the search vector): the query's vector, mixed with its focused
+        form's when it has one (:meth:`_focused`; both embedded in one call)."""
         if self.embedder is None:
             return True, "embedder_disabled", None
+        focused = self._focused(ref, text, timings)
         mark = time.perf_counter()
         try:
-            vector = self.embedder.embed_query(text)
+            if focused is None:
+                vector = self.embedder.embed_query(text)
+            else:
+                plain, narrow = self.embedder.embed_queries([text, focused])
+                vector = focus.mix(plain, narrow, self.limits.focus_weight)
         except EmbeddingUnavailable:
             timings["embed_ms"] = _ms(mark)
             return True, "embedder_unavailable", None
         timings["embed_ms"] = _ms(mark)
         return False, None, vector
 
-    def _focus(self, ref: ScopeRef, text: str, vector: Vector, timings: dict[str, float]) -> Vector:
-        """``vector`` mixed with the vector of the query without the words most of the scope's
-        memories hold (:mod:`quipu.retrieval.focus`); ``vector`` itself when no word is that
-        common, or the embedder fails on the second text."""
-        assert self.embedder is not None  # the caller holds a query vector
+    def _focused(self, ref: ScopeRef, text: str, timings: dict[str, float]) -> str | None:
+        """The query without the words most of the scope's memories hold
+        (:mod:`quipu.retrieval.focus`); ``None`` when no word is that common, or
+        ``focus_weight`` is 0."""
+        if self.limits.focus_weight <= 0:
+            return None
         mark = time.perf_counter()
         keys = [key for _, key in focus.word_keys(text) if key is not None]
         rows, frequencies = self.store.key_frequencies(ref, keys) if keys else (0, {})
-        focused = focus.focused_query(text, rows, frequencies, share=self.limits.focus_share)
-        out = vector
-        # on an embedder failure the plain query still searches
-        with suppress(EmbeddingUnavailable):
-            if focused is not None:
-                out = focus.mix(
-                    vector, self.embedder.embed_query(focused), self.limits.focus_weight
-                )
         timings["focus_ms"] = _ms(mark)
-        return out
+        return focus.focused_query(text, rows, frequencies, share=self.limits.focus_share)
 
     def _refuse_secrets(
         self,

@@ -93,3 +93,27 @@ def test_recall_004_no_embedder_is_flagged_not_silent(make_store, alice: Princip
 
 def test_unused_remote_embedder_closes(remote_embedder: OpenAICompatEmbedder) -> None:
     assert remote_embedder.dimension == 64
+
+
+def test_a_focused_recall_embeds_both_texts_in_one_request(
+    make_store, remote_embedder, embedding_server: EmbeddingServer, alice: Principal
+) -> None:  # type: ignore[no-untyped-def]
+    """The focused query (docs/benchmarks.md, seventh round) costs a hosted embedder no second
+    round trip: the query and the query without its common words go in one request; a query
+    with no common word sends only itself; a failing endpoint still falls back to full text."""
+    svc = MemoryService(make_store(), remote_embedder, Limits())
+    for i in range(12):
+        svc.remember(alice, f"Zara: note {i} about the week")
+    svc.remember(alice, "Zara: I moved to Bologna last weekend")
+    calls, texts = embedding_server.calls, len(embedding_server.texts)
+    hits = svc.recall(alice, "Where is Zara based?")
+    assert embedding_server.calls == calls + 1
+    assert embedding_server.texts[texts:] == ["Where is Zara based?", "Where is based"]
+    assert hits.meta["fallback"] is False and "focus_ms" in hits.meta["timings"]
+    svc.recall(alice, "Bologna weekend")
+    assert embedding_server.calls == calls + 2
+    assert embedding_server.texts[texts + 2 :] == ["Bologna weekend"]
+    embedding_server.down = True
+    degraded = svc.recall(alice, "Where did Zara move to?")
+    assert degraded.meta["reason"] == "embedder_unavailable"
+    assert degraded.results[0].memory.text == "Zara: I moved to Bologna last weekend"

@@ -48,6 +48,11 @@ class Embedder(abc.ABC):
         differently (the local model: without spin-waiting threads, see LocalEmbedder)."""
         return self.embed_one(text)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Embed the texts of one recall (the query and its focused form) as
+        :meth:`embed_query` does, in one call: a remote backend sends one request."""
+        return self.embed_batch(texts)
+
 
 def check_texts(texts: Sequence[str]) -> list[str]:
     """The texts as a list, refusing a bare string (which would embed one character per row)."""

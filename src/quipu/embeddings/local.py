@@ -90,6 +90,9 @@ class LocalEmbedder(Embedder):
         vector: npt.NDArray[np.float32] = self._embed([text], query=True)[0]
         return vector
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, query=True)
+
     def _embed(self, texts: Sequence[str], *, query: bool) -> Vectors:
         items = check_texts(texts)
         if not items:
