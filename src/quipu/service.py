@@ -415,6 +415,8 @@ class MemoryService:
         flt = self._filters(**filters)
         timings: dict[str, float] = {}
         depth = max(self.limits.candidate_depth, size)
+        # read before the keyword search holds the scope (SQLite: its index lock)
+        focused = self._focused(ref, text, timings)
         # The keyword search needs no vector: it runs while the query is embedded and the
         # vector search runs (on PostgreSQL, in a second server process) -- unless each recall
         # has one core to itself (recall_concurrency 1), where a second thread only adds
@@ -427,7 +429,7 @@ class MemoryService:
             keyword = self._search_pool().submit(
                 _timed, self._text_candidates, ref, text, flt, depth
             )
-        fallback, reason, vector = self._embed_query(ref, text, timings)
+        fallback, reason, vector = self._embed_query(text, focused, timings)
 
         lists: dict[str, list[Candidate]] = {}
         paths: dict[str, str] = {}
@@ -854,13 +856,12 @@ class MemoryService:
         return vector
 
     def _embed_query(
-        self, ref: ScopeRef, text: str, timings: dict[str, float]
+        self, text: str, focused: str | None, timings: dict[str, float]
     ) -> tuple[bool, str | None, Vector | None]:
-        """(fallback, reason, the search vector): the query's vector, mixed with its focused
-        form's when it has one (:meth:`_focused`; both embedded in one call)."""
+        """(fallback, reason, the search vector): the query's vector, mixed with the vector of
+        its ``focused`` form (:meth:`_focused`) when there is one, both embedded in one call."""
         if self.embedder is None:
             return True, "embedder_disabled", None
-        focused = self._focused(ref, text, timings)
         mark = time.perf_counter()
         try:
             if focused is None:
@@ -877,8 +878,8 @@ class MemoryService:
     def _focused(self, ref: ScopeRef, text: str, timings: dict[str, float]) -> str | None:
         """The query without the words most of the scope's memories hold
         (:mod:`quipu.retrieval.focus`); ``None`` when no word is that common, or
-        ``focus_weight`` is 0."""
-        if self.limits.focus_weight <= 0:
+        ``focus_weight`` is 0, or there is no embedder."""
+        if self.limits.focus_weight <= 0 or self.embedder is None:
             return None
         mark = time.perf_counter()
         keys = [key for _, key in focus.word_keys(text) if key is not None]
