@@ -210,23 +210,15 @@ def bm25(
     lexemes = list(weight)
     if not lexemes or limit <= 0:
         return ([], {}), "bm25-tsvector", 0
-    rows = conn.execute(
-        "SELECT s.version_count, s.term_total, s.terms_tracked, t.lexeme, t.df"
-        " FROM scope_state s LEFT JOIN scope_terms t ON s.terms_tracked"
-        " AND t.tenant_id = s.tenant_id AND t.scope = s.scope AND t.owner = s.owner"
-        " AND t.lexeme = ANY(%s) WHERE s.tenant_id = %s AND s.scope = %s AND s.owner = %s",
-        (lexemes, ref.tenant_id, ref.scope.value, ref.owner),
-    ).fetchall()
-    if not rows:
+    stats = scope_statistics(conn, ref, lexemes)
+    if stats is None:
         return ([], {}), "bm25-tsvector", 0
-    n, total_terms = int(rows[0][0]), int(rows[0][1])
+    n, total_terms, tracked = stats
     avgdl = total_terms / n if total_terms > 0 else 1.0
-    if not rows[0][2] and n <= plan.text_exact_matches:
+    if tracked is None and n <= plan.text_exact_matches:
         return small_scope_bm25(conn, ref, weight, filters, limit, n=n, avgdl=avgdl)
-    if rows[0][2]:
-        dfs = {str(r[3]): int(r[4]) for r in rows if r[3] is not None and r[4] > 0}
-    else:  # a large scope whose statistics maintenance has not started yet
-        dfs = count_terms(conn, ref, lexemes)
+    # else count now: a large scope whose statistics maintenance has not started yet
+    dfs = count_terms(conn, ref, lexemes) if tracked is None else tracked
     if not dfs:
         return ([], {}), "bm25-tsvector", 0
     terms = sorted(dfs, key=lambda t: (dfs[t], t))  # rarest first
@@ -340,25 +332,36 @@ def small_scope_bm25(
     return _found([r for r in rows if r[0] is not None], sign=1.0), "bm25-tsvector", matched
 
 
-def key_frequencies(
+def scope_statistics(
     conn: psycopg.Connection[Any], ref: ScopeRef, lexemes: list[str]
-) -> tuple[int, dict[str, int]]:
-    """The scope's version count and the document frequency of each of ``lexemes`` (those no
-    row holds left out): the figures :func:`bm25` computes its idf from, read the same way."""
+) -> tuple[int, int, dict[str, int] | None] | None:
+    """(versions, total terms, each of ``lexemes``' document frequency from ``scope_terms``,
+    those no row holds left out) in one statement; the frequencies are ``None`` while the
+    scope's terms are not tracked, and the whole is ``None`` for a scope never written."""
     rows = conn.execute(
-        "SELECT s.version_count, s.terms_tracked, t.lexeme, t.df"
+        "SELECT s.version_count, s.term_total, s.terms_tracked, t.lexeme, t.df"
         " FROM scope_state s LEFT JOIN scope_terms t ON s.terms_tracked"
         " AND t.tenant_id = s.tenant_id AND t.scope = s.scope AND t.owner = s.owner"
         " AND t.lexeme = ANY(%s) WHERE s.tenant_id = %s AND s.scope = %s AND s.owner = %s",
         (lexemes, ref.tenant_id, ref.scope.value, ref.owner),
     ).fetchall()
     if not rows:
+        return None
+    tracked = {str(r[3]): int(r[4]) for r in rows if r[3] is not None and r[4] > 0}
+    return int(rows[0][0]), int(rows[0][1]), tracked if rows[0][2] else None
+
+
+def key_frequencies(
+    conn: psycopg.Connection[Any], ref: ScopeRef, lexemes: list[str]
+) -> tuple[int, dict[str, int]]:
+    """The scope's version count and the document frequency of each of ``lexemes`` (those no
+    row holds left out): the figures :func:`bm25` computes its idf from, read the same way."""
+    stats = scope_statistics(conn, ref, lexemes)
+    if stats is None:
         return 0, {}
-    n = int(rows[0][0])
-    if not lexemes:
-        return n, {}
-    if rows[0][1]:
-        return n, {str(r[2]): int(r[3]) for r in rows if r[2] is not None and r[3] > 0}
+    n, _, tracked = stats
+    if tracked is not None or not lexemes:
+        return n, tracked or {}
     return n, count_terms(conn, ref, lexemes)
 
 
