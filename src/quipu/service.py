@@ -43,6 +43,7 @@ from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
 from quipu.retrieval import focus
 from quipu.retrieval.fusion import rrf, score_fusion, session_aggregate
 from quipu.retrieval.temporal import query_windows, window_filters
+from quipu.retrieval.vectors import toward
 from quipu.safety import find_secrets, looks_like_injection, secret_error
 from quipu.settings import Settings
 from quipu.storage.base import EmbeddingPin, SearchInfo, Store, Vector
@@ -784,12 +785,7 @@ class MemoryService:
         top = [vectors[key] for key, _, _ in fused[:_FEEDBACK_DEPTH] if key in vectors]
         if not top:
             return None
-        mixed = vector + self.limits.feedback_weight * np.mean(top, axis=0)
-        norm = float(np.linalg.norm(mixed))
-        if norm == 0.0:
-            return None
-        moved: Vector = (mixed / norm).astype(np.float32)
-        return moved
+        return toward(vector, np.mean(top, axis=0), self.limits.feedback_weight)
 
     def _text_candidates(
         self, ref: ScopeRef, text: str, flt: Filters, depth: int

@@ -16,12 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import numpy as np
-import numpy.typing as npt
-
 from quipu.retrieval.bm25 import tokenize_many
-
-Vector = npt.NDArray[np.float32]
+from quipu.retrieval.vectors import Vector, toward
 
 #: A word is only common when at least this many memories hold it as well as more than the
 #: share: in a scope of a few memories one mention is already a large share.
@@ -55,9 +51,5 @@ def focused_query(
 
 def mix(query: Vector, focused: Vector, weight: float) -> Vector:
     """``query + weight * focused`` scaled to unit length (``query`` if that is zero)."""
-    mixed = query.astype(np.float64) + weight * focused.astype(np.float64)
-    norm = float(np.linalg.norm(mixed))
-    if norm == 0.0:
-        return query
-    out: Vector = (mixed / norm).astype(np.float32)
-    return out
+    moved = toward(query, focused, weight)
+    return query if moved is None else moved

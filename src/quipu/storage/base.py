@@ -12,17 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
 from quipu.core.auth import AuditEvent, Credential, Tenant
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, ScopeRef, WriteResult
 from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
 from quipu.core.versions import Change
-
-Vector = npt.NDArray[np.float32]
+from quipu.retrieval.vectors import Vector as Vector  # noqa: PLC0414 (re-exported)
 
 
 @dataclass(frozen=True)
