@@ -175,7 +175,6 @@ QUESTION_WORDS = frozenset(
         "recommend suggest think something anything thing things"
     )
 )
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SPEAKER = re.compile(r"^[^:\n]{1,40}: ")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\[image:|\n+")
 
@@ -201,7 +200,7 @@ def common_words_dropped(text: str, index: bm25.Postings, share: float) -> str:
     n = max(len(index), 1)
     kept = [
         word
-        for word in _WORD.findall(text)
+        for word in bm25.WORD.findall(text)
         if not (keys := bm25.tokenize(word)) or index.document_frequency(keys[0]) / n <= share
     ]
     return " ".join(kept) or text
@@ -238,7 +237,7 @@ def content_words(text: str) -> str:
     """``text`` without stop words and :data:`QUESTION_WORDS`: a question as a statement."""
     return " ".join(
         word
-        for word in _WORD.findall(text)
+        for word in bm25.WORD.findall(text)
         if word.casefold() not in STOPWORDS and not set(bm25.tokenize(word)) & QUESTION_WORDS
     )
 
@@ -359,7 +358,7 @@ def query_weights(text: str, plain: bool, names: float) -> dict[str, float]:
     """BM25 query terms with a weight each: 1, or ``names`` for words written with a capital
     (not the first word) or a digit; ``plain`` drops :data:`QUESTION_WORDS`."""
     weights: dict[str, float] = {}
-    for at, word in enumerate(_WORD.findall(text)):
+    for at, word in enumerate(bm25.WORD.findall(text)):
         tokens = bm25.tokenize(word)
         if not tokens or (plain and tokens[0] in QUESTION_WORDS):
             continue

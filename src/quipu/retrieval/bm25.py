@@ -19,7 +19,8 @@ import Stemmer
 
 from quipu.retrieval.terms import STOPWORDS
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: A word: a run of letters and digits.
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _stemmer = Stemmer.Stemmer("english")
 
 #: Bumped whenever :func:`tokenize` or :func:`document_tokens` changes, so stores recompute
@@ -40,7 +41,7 @@ def tokenize(text: str) -> list[str]:
 def split_words(text: str) -> list[str]:
     """The words :func:`tokenize` stems: NFKC, case-folded, stop words left out."""
     text = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    return [w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS]
+    return [w for w in WORD.findall(text.casefold()) if w not in STOPWORDS]
 
 
 def tokenize_many(texts: Sequence[str]) -> list[list[str]]:

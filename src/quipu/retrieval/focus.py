@@ -13,22 +13,20 @@ docs/benchmarks.md (seventh round). Pure.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
-from quipu.retrieval.bm25 import tokenize_many
+from quipu.retrieval.bm25 import WORD, tokenize_many
 from quipu.retrieval.vectors import Vector, toward
 
 #: A word is only common when at least this many memories hold it as well as more than the
 #: share: in a scope of a few memories one mention is already a large share.
 COMMON_FLOOR = 10
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def word_keys(query: str) -> list[tuple[str, str | None]]:
     """Each word of ``query`` as written, in order, with its BM25 key (``None``: a stop word,
     which has none)."""
-    words = _WORD.findall(query)
+    words = WORD.findall(query)
     return [
         (word, keys[0] if keys else None)
         for word, keys in zip(words, tokenize_many(words), strict=True)
