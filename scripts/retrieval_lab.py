@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import lab_signals
 import numpy as np
 import numpy.typing as npt
 
@@ -71,6 +72,10 @@ class Prepared:
     sentences: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
     """The sentences of turns with two or more (see :func:`sentences`): each one's turn index,
     and its vector."""
+    signals: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+    """Query × turn scores of the eighth round's signals, by name (``maxsim``, ``splade``;
+    see ``lab_signals.py``)."""
+    mean_cache: npt.NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         names = [t.session for t in self.haystack.turns]
@@ -157,6 +162,13 @@ class Prepared:
             index.bulk_add(docs)
             self.cache["sessions"] = index
         return self.cache["sessions"]
+
+    def mean(self) -> npt.NDArray[np.float64]:
+        """Unit mean vector of every turn of the haystack."""
+        if self.mean_cache is None:
+            total = self.turns.astype(np.float64).sum(axis=0)
+            self.mean_cache = total / np.linalg.norm(total)
+        return self.mean_cache
 
     def centroids(self) -> npt.NDArray[np.float64]:
         """Unit mean vector of each session's turns."""
@@ -248,11 +260,15 @@ def prepare(
     context: bool = False,
     sentence: bool = False,
     shares: Collection[float] = (),
+    signals: Collection[str] = (),
+    splade_dir: Path | None = None,
 ) -> list[Prepared]:
     """The haystacks of ``name`` with their vectors; ``context`` also loads (or embeds, once)
     every turn's context windows (:func:`windows`) and the queries' content words,
     ``sentence`` the vectors of the turns' sentences (:func:`sentences`), and each of
-    ``shares`` the queries without their common words (:func:`common_words_dropped`)."""
+    ``shares`` the queries without their common words (:func:`common_words_dropped`), and
+    each of ``signals`` its query-by-turn scores (``lab_signals.py``; ``splade`` reads its
+    weights from ``splade_dir``)."""
     relative, loader = FILES[name]
     haystacks = loader(DATA / relative)
 
@@ -309,6 +325,15 @@ def prepare(
     by_share = {
         share: cached(cache / f"{name}-common-{share}.pkl", dropped(share)) for share in shares
     }
+
+    def signal(kind: str) -> Callable[[], Any]:
+        if kind == "maxsim":
+            return lambda: lab_signals.maxsim(haystacks)
+        if splade_dir is None:
+            raise SystemExit("the splade signal needs --splade DIR (see lab_signals.py)")
+        return lambda: lab_signals.splade(haystacks, splade_dir)
+
+    scores = {kind: cached(cache / f"{name}-{kind}.pkl", signal(kind)) for kind in signals}
     out = []
     for at, (haystack, (turns, queries)) in enumerate(zip(haystacks, vectors, strict=True)):
         sessions = [t.session for t in haystack.turns]
@@ -332,6 +357,7 @@ def prepare(
                 content_queries=({0.0: contents[at]} if contents else {})
                 | {share: vectors_of[at] for share, vectors_of in by_share.items()},
                 sentences=split_vectors[at] if split_vectors else None,
+                signals={kind: matrices[at] for kind, matrices in scores.items()},
             )
         )
     return out
@@ -392,6 +418,7 @@ class Variant:
     note: str = field(default="", compare=False)
     """One line on what the variant is, printed by ``--list``."""
     fusion: str = "score"  # score | rrf | bm25 | cosine | mnz (score x lists holding the row)
+    # | maxsim | splade (that signal alone, see lab_signals.py)
     weight_text: float = 0.3
     k1: float = 0.9
     b: float = 0.4
@@ -464,8 +491,44 @@ class Variant:
     """Adjacent keys as extra keys of turns and queries (:func:`pairs_of`), at this query
     weight."""
 
+    center: float = 0.0
+    """Search with the query vector minus this × the haystack's mean turn vector (a penalty
+    on turns close to what every turn shares)."""
+    maxsim: float = 0.0
+    """Cosine = (1 - w) * cosine + w * the ``maxsim`` signal (late interaction)."""
+    splade: float = 0.0
+    """Keyword list = (1 - w) * BM25 / best + w * the ``splade`` signal / best."""
+    splade_boost: float = 0.0
+    """Fused score + this × the ``splade`` signal / its best in the pool."""
+    lists: float = 0.0
+    """Final = RRF (k 10) of this variant's ranking with the ``maxsim`` and ``splade``
+    rankings, each of those at this weight."""
+
+    def signals(self) -> set[str]:
+        """The eighth-round signals this variant reads."""
+        need = {self.fusion} & {"maxsim", "splade"}
+        if self.maxsim or self.lists:
+            need.add("maxsim")
+        if self.splade or self.splade_boost or self.lists:
+            need.add("splade")
+        return need
+
     def scores(self, p: Prepared, q: int) -> Scores:
+        if self.fusion in ("maxsim", "splade"):
+            return p.signals[self.fusion][q].astype(np.float64)
+        ranked = self._ranked(p, q)
+        if not self.lists:
+            return ranked
+        out = 1.0 / (10 + _ranks(ranked))
+        for kind in ("maxsim", "splade"):
+            out += self.lists / (10 + _ranks(p.signals[kind][q]))
+        return out
+
+    def _ranked(self, p: Prepared, q: int) -> Scores:
         query = p.queries[q].astype(np.float64)
+        if self.center:
+            query = query - self.center * p.mean()
+            query /= np.linalg.norm(query)
         if self.content_query:
             content = p.content_queries[self.content_share][q]
             query = query + self.content_query * content.astype(np.float64)
@@ -532,6 +595,8 @@ class Variant:
             np.maximum.at(best, owners, vectors.astype(np.float64) @ query)
             mixed = (1 - self.sentence_weight) * cosine + self.sentence_weight * best
             cosine = np.where(best > -2.0, mixed, cosine)
+        if self.maxsim:
+            cosine = (1 - self.maxsim) * cosine + self.maxsim * p.signals["maxsim"][q]
         if self.vector_neighbours:
             prev = np.where(p.prev >= 0, cosine[p.prev], cosine)
             nxt = np.where(p.next >= 0, cosine[p.next], cosine)
@@ -542,6 +607,9 @@ class Variant:
             else p.postings(dates=self.dates, pairs=self.pairs > 0)
         )
         text = weighted_bm25(index, weights, self.k1, self.b)
+        if self.splade:
+            sparse = p.signals["splade"][q].astype(np.float64)
+            text = (1 - self.splade) * unit(text) + self.splade * unit(sparse)
         if self.neighbours:
             extra = weighted_bm25(p.postings(self.radius, self.dates), weights, self.k1, self.b)
             text = unit(text) + self.neighbours * unit(extra)
@@ -596,6 +664,9 @@ class Variant:
             fused -= self.question_penalty * p.asks()
         if self.aggregate:
             fused = fused + self.aggregate_weight * self._aggregate(p, fused, pool)
+        if self.splade_boost:
+            sparse = p.signals["splade"][q][pool]
+            fused[pool] += self.splade_boost * sparse / max(float(sparse.max()), 1e-9)
         out[pool] = fused[pool]
         return out
 
@@ -615,6 +686,13 @@ class Variant:
                 tau = self.aggregate_tau
                 extra[s] = tau * math.log(sum(math.exp((v - values[0]) / tau) for v in values))
         return extra[p.session]
+
+
+def _ranks(scores: Scores) -> Scores:
+    """Each row's rank (1 = best) under ``scores``."""
+    out = np.empty(len(scores))
+    out[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
+    return out
 
 
 def _df(index: bm25.Postings, token: str) -> int:
@@ -673,8 +751,17 @@ SHIPPED2 = dataclasses.replace(
     prev_keys=1.0,
     note="Second round as shipped: previous-turn context keys + plain + dates + lse + rocchio.",
 )
+#: The seventh round's focused query as the lab approximates it (the lab counts a word's share
+#: over turns' own keys, the product over keys with context, hence 0.2 here for 0.4 there).
+SHIPPED3 = dataclasses.replace(
+    SHIPPED2,
+    content_query=1.5,
+    content_share=0.2,
+    note="shipped2 + the focused query vector (seventh round).",
+)
 VARIANTS = {
     "shipped2": SHIPPED2,
+    "shipped3": SHIPPED3,
     "shipped2+expansion": dataclasses.replace(
         SHIPPED2, expansion=0.3, note="shipped2 with query_expansion = 0.3 (sixth round)."
     ),
@@ -829,6 +916,13 @@ def main() -> None:
         help="Also print, per variant, the questions it wins and loses at all@5 against the "
         "first variant named, with the exact sign test's p.",
     )
+    parser.add_argument(
+        "--splade",
+        type=Path,
+        metavar="DIR",
+        help="splade-tiny's model.safetensors and tokenizer.json, for variants that read the "
+        "splade signal (see lab_signals.py).",
+    )
     args = parser.parse_args()
     if args.list:
         for name, known in VARIANTS.items():
@@ -838,7 +932,11 @@ def main() -> None:
     context = any(v.context_vector or (v.content_query and not v.content_share) for v in chosen)
     sentence = any(v.sentence_weight for v in chosen)
     shares = {v.content_share for v in chosen if v.content_query and v.content_share}
-    data = {name: prepare(name, args.cache, context, sentence, shares) for name in FILES}
+    signals = set().union(*(v.signals() for v in chosen))
+    data = {
+        name: prepare(name, args.cache, context, sentence, shares, signals, args.splade)
+        for name in FILES
+    }
     print(
         f"{'variant':40} {'LoCoMo@5':>8} {'@10':>6} {'turn@5':>6} {'c1':>6} {'c2':>6} {'c3':>6} "
         f"{'c4':>6}   {'LME@5':>6} {'@10':>6} {'turn@5':>6}"
