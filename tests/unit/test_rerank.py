@@ -13,7 +13,13 @@ import quipu
 from quipu.core.records import Principal
 from quipu.embeddings.local import LocalEmbedder
 from quipu.errors import ConfigurationError
-from quipu.retrieval.rerank import PACKAGED, CrossEncoder, open_reranker, rerank_sessions
+from quipu.retrieval.rerank import (
+    PACKAGED,
+    PACKAGED_SHA256,
+    CrossEncoder,
+    open_reranker,
+    rerank_sessions,
+)
 from quipu.service import Limits, MemoryService
 
 
@@ -48,11 +54,12 @@ def test_a_directory_without_a_model_is_a_configuration_error(tmp_path: Path) ->
 def test_an_altered_model_fails_its_integrity_check(tmp_path: Path, packaged: CrossEncoder) -> None:
     (tmp_path / "model.onnx").write_bytes(b"not the packaged model")
     (tmp_path / "tokenizer.json").write_bytes((packaged.directory / "tokenizer.json").read_bytes())
-    altered = CrossEncoder(tmp_path, expected_sha256="0" * 64)
+    altered = CrossEncoder(tmp_path, expected_sha256=PACKAGED_SHA256)
     with pytest.raises(ConfigurationError) as raised:
         altered.load()
     assert raised.value.code == "reranker_unavailable"
-    assert raised.value.details["expected_sha256"] == "0" * 64
+    assert raised.value.details["path"] == "model.onnx"
+    assert raised.value.details["expected_sha256"] == PACKAGED_SHA256
 
 
 def test_opening_a_store_with_a_missing_reranker_fails_with_a_stable_code(

