@@ -90,7 +90,7 @@ class Limits:
     focus_share: float = 0.4
     reranker: str = ""  # the setting, reported by benchmarks; the model is passed apart
     rerank_sessions: int = 10
-    rerank_turns: int = 3
+    rerank_turns: int = 5
     rerank_weight: float = 2.0
     recall_concurrency: int | None = None  # None: no bound
 

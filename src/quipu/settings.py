@@ -138,7 +138,7 @@ class Settings(BaseModel):
         10, ge=1, le=50, description="For `reranker`: the first sessions of a ranking it scores."
     )
     rerank_turns: int = Field(
-        3,
+        5,
         ge=1,
         le=10,
         description="For `reranker`: a session's best candidates read as its passage.",
