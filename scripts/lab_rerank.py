@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import retrieval_lab as lab
 
 from quipu.retrieval import bm25
+from quipu.retrieval.rerank import padded
 
 Scores = npt.NDArray[np.float64]
 BGE_QUERY = "Represent this sentence for searching relevant passages: "
@@ -76,17 +77,7 @@ class Model:
 
     def run(self, texts: list[Any]) -> npt.NDArray[np.float32]:
         """The first output for a batch of texts or (query, passage) pairs, padded."""
-        encodings = self.tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask, types = np.zeros_like(ids), np.zeros_like(ids)
-        for row, e in enumerate(encodings):
-            ids[row, : len(e.ids)] = e.ids
-            mask[row, : len(e.ids)] = 1
-            types[row, : len(e.ids)] = e.type_ids
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self.inputs:
-            feed["token_type_ids"] = types
+        feed = padded(self.tokenizer.encode_batch(texts), self.inputs)
         out: npt.NDArray[np.float32] = self.session.run(None, feed)[0]
         return out
 

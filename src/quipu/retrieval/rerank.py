@@ -20,11 +20,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from quipu.errors import ConfigurationError
 
@@ -71,17 +72,7 @@ class CrossEncoder:
         if not passages:
             return []
         session, tokenizer, inputs = self._get()
-        encodings = tokenizer.encode_batch([(query, p) for p in passages])
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask, types = np.zeros_like(ids), np.zeros_like(ids)
-        for row, encoding in enumerate(encodings):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
-            types[row, : len(encoding.ids)] = encoding.type_ids
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in inputs:
-            feeds["token_type_ids"] = types
+        feeds = padded(tokenizer.encode_batch([(query, p) for p in passages]), inputs)
         logits = np.asarray(session.run(None, feeds)[0], dtype=np.float64)
         return [float(x) for x in logits.reshape(len(passages), -1)[:, 0]]
 
@@ -139,6 +130,22 @@ class CrossEncoder:
                 code="reranker_unavailable",
             ) from exc
         return session, tokenizer, frozenset(i.name for i in session.get_inputs())
+
+
+def padded(encodings: Sequence[Any], inputs: Collection[str]) -> dict[str, npt.NDArray[np.int64]]:
+    """A batch of tokenizer encodings as a model's feeds, padded to the longest; token types
+    only if the model takes them (``inputs``: its input names)."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask, types = np.zeros_like(ids), np.zeros_like(ids)
+    for row, encoding in enumerate(encodings):
+        ids[row, : len(encoding.ids)] = encoding.ids
+        mask[row, : len(encoding.ids)] = 1
+        types[row, : len(encoding.ids)] = encoding.type_ids
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in inputs:
+        feeds["token_type_ids"] = types
+    return feeds
 
 
 _SHARED: dict[str, CrossEncoder] = {}
