@@ -27,7 +27,10 @@ with ``M`` one of ``ce`` (the cross-encoder alone orders the first ``N`` turns),
 (reciprocal ranks, k 10, of the pipeline's and the cross-encoder's orders, the latter
 weighted ``W``) or ``add`` (fused score + ``W`` x sigmoid(logit)). Session specs:
 ``session:w=W,k=K``: reciprocal ranks of the sessions' pipeline order and cross-encoder
-order (weight ``W``, constant ``K``); ``session:mode=ce`` orders them by the logit alone.
+order (weight ``W``, constant ``K``), each session's best turn taking its place;
+``session:mode=soft,...`` adds that session term to every turn's own reciprocal rank instead
+(what Quipu's ``reranker`` does); ``session:mode=ce`` orders sessions by the logit alone;
+``first=N`` uses only the first ``N`` sessions scored (a smaller ``rerank_sessions``).
 ``vectors`` embeds every turn and question with a BERT model pooled on ``[CLS]`` (as bge
 is), with bge's query instruction, into a cache ``retrieval_lab.py`` reads as its own.
 """
@@ -192,10 +195,17 @@ def rerank_turns(s: Scores, logits: npt.NDArray[np.float64], n: int, mode: str, 
 
 
 def rerank_sessions(
-    p: lab.Prepared, s: Scores, logits: dict[int, float], mode: str, w: float, k: float
+    p: lab.Prepared,
+    s: Scores,
+    logits: dict[int, float],
+    mode: str,
+    w: float,
+    k: float,
+    first: int = POOL,
 ) -> Scores:
     order = np.argsort(-s, kind="stable")
     sessions = [x for x in dict.fromkeys(int(p.session[i]) for i in order[:POOL]) if x in logits]
+    sessions = sessions[:first]  # fewer than were scored: the cost of a smaller rerank_sessions
     by_logit = sorted(sessions, key=lambda x: -logits[x])
     rank = {x: r for r, x in enumerate(by_logit)}
     new = {
@@ -248,6 +258,7 @@ def eval_command(args: argparse.Namespace) -> None:
                     fields.get("mode", "rrf"),
                     float(fields.get("w", 1)),
                     float(fields.get("k", 10)),
+                    int(fields.get("first", POOL)),
                 )
             return s
 
