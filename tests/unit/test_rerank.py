@@ -192,20 +192,21 @@ def test_recall_with_the_reranker_puts_the_answering_session_first(
     assert scores == sorted(scores, reverse=True)
 
 
-def test_a_forgotten_memory_takes_no_part_in_reranking(
+def test_a_memory_written_outside_a_session_is_a_session_of_its_own(
     make_store,  # type: ignore[no-untyped-def]
     local_embedder: LocalEmbedder,
     packaged: CrossEncoder,
     alice: Principal,
 ) -> None:
+    question, turns, answer = CASES[0]
     service = MemoryService(
         make_store(), local_embedder, Limits(reranker=PACKAGED), reranker=packaged
     )
-    question, turns, answer = CASES[0]
-    written = [service.remember(alice, turn, session_id=f"s{n}") for n, turn in enumerate(turns)]
-    service.forget(alice, written[1].memory.id)
-    texts = [h.memory.text for h in service.recall(alice, question, k=3).results]
-    assert answer not in texts and len(texts) == 2
+    for turn in turns:
+        service.remember(alice, turn)  # no session_id
+    result = service.recall(alice, question, k=3)
+    assert result.meta["reranked"] is True
+    assert result.results[0].memory.text == answer
 
 
 class Broken(CrossEncoder):
