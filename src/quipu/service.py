@@ -739,9 +739,7 @@ class MemoryService:
             loaded = self.store.load([key for key, _, _ in chunk])
             for key, score, found in chunk:
                 memory = loaded.get(key)
-                if memory is None or memory.id in families or not flt.accepts(memory):
-                    continue
-                if flt.as_of is None and not _current_and_valid(memory, now):
+                if memory is None or not _shown(memory, flt, now, families):
                     continue
                 matched = tuple(labels.get(key, [])) + found
                 families.add(memory.id)
@@ -771,17 +769,11 @@ class MemoryService:
         families: set[str] = set()
         for key in pool:
             memory = loaded.get(key)
-            if memory is None or memory.id in families or not flt.accepts(memory):
-                continue
-            if flt.as_of is None and not _current_and_valid(memory, now):
-                continue
-            families.add(memory.id)
-            usable[key] = memory
-        missing = [key for key in usable if key not in cache.sessions]
-        if missing:
-            found = self.store.sessions_of(ref, missing)
-            cache.sessions.update((key, found.get(key)) for key in missing)
-        session_of = {key: cache.sessions.get(key) or f"memory:{key}" for key in usable}
+            if memory is not None and _shown(memory, flt, now, families):
+                families.add(memory.id)
+                usable[key] = memory
+        sessions = self._sessions(ref, list(usable), cache)
+        session_of = {key: sessions[key] or f"memory:{key}" for key in usable}
         try:
             return rerank_sessions(
                 fused,
@@ -823,18 +815,25 @@ class MemoryService:
             boosts=self._temporal_boosts(ref, text, vector, flt, depth, lists, cache),
         )
         if self.limits.session_weight > 0 and fused:
-            seen = cache.sessions
-            missing = [key for key, _, _ in fused if key not in seen]
-            if missing:
-                found = self.store.sessions_of(ref, missing)
-                seen.update((key, found.get(key)) for key in missing)
-            sessions = {key: seen[key] for key, _, _ in fused}
+            sessions = self._sessions(ref, [key for key, _, _ in fused], cache)
             fused = session_aggregate(
                 fused,
                 {key: s for key, s in sessions.items() if s is not None},
                 weight=self.limits.session_weight,
             )
         return fused
+
+    def _sessions(
+        self, ref: ScopeRef, keys: list[int], cache: _RecallCache
+    ) -> dict[int, str | None]:
+        """The session of each of ``keys`` (None: written outside one), looked up in the store
+        only for keys this recall has not seen yet."""
+        seen = cache.sessions
+        missing = [key for key in keys if key not in seen]
+        if missing:
+            found = self.store.sessions_of(ref, missing)
+            seen.update((key, found.get(key)) for key in missing)
+        return {key: seen[key] for key in keys}
 
     def _feedback_vector(
         self,
@@ -992,6 +991,15 @@ def _flatten(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(_flatten(v) for v in value)
     return str(value)
+
+
+def _shown(memory: MemoryVersion, flt: Filters, now: datetime, families: set[str]) -> bool:
+    """Whether a recall page may show ``memory``: it passes the filters (re-checked on the row),
+    is current and valid (unless the recall reads ``as_of``), and no version of its family is
+    already in ``families``."""
+    if memory.id in families or not flt.accepts(memory):
+        return False
+    return flt.as_of is not None or _current_and_valid(memory, now)
 
 
 def _current_and_valid(memory: MemoryVersion, now: datetime) -> bool:
