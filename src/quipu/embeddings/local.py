@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from quipu.core.once import Once
 from quipu.embeddings.attention import fuse_attention_in
 from quipu.embeddings.base import Embedder, Vectors, check_texts, normalise_rows
 from quipu.embeddings.fuse import fold_bias_in, fuse_gelu_in
@@ -76,8 +76,7 @@ class LocalEmbedder(Embedder):
             raise ValueError(f"threads must be at least 1 or None, got {threads}")
         self._model_path = Path(model_path) if model_path is not None else None
         self._threads = threads
-        self._lock = threading.Lock()
-        self._runtime: _Runtime | None = None
+        self._runtime = Once(self._load)
 
     def load(self) -> None:
         """Load and verify the model now instead of on the first call (e.g. at start-up)."""
@@ -129,13 +128,7 @@ class LocalEmbedder(Embedder):
         return pooled
 
     def _get_runtime(self) -> _Runtime:
-        runtime = self._runtime
-        if runtime is None:
-            with self._lock:
-                if self._runtime is None:
-                    self._runtime = self._load()
-                runtime = self._runtime
-        return runtime
+        return self._runtime.get()
 
     def _load(self) -> _Runtime:
         import onnx

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from quipu.core.once import Once
 from quipu.errors import ConfigurationError
 
 PACKAGED = "ms-marco-minilm-l12"
@@ -60,8 +61,7 @@ class CrossEncoder:
             "model.onnx": expected_sha256,
             "tokenizer.json": expected_tokenizer_sha256,
         }
-        self._lock = threading.Lock()
-        self._runtime: tuple[Any, Any, frozenset[str]] | None = None
+        self._runtime = Once(self._load)
 
     def load(self) -> None:
         """Load and check the model now (``ConfigurationError`` if it cannot be used)."""
@@ -77,13 +77,7 @@ class CrossEncoder:
         return [float(x) for x in logits.reshape(len(passages), -1)[:, 0]]
 
     def _get(self) -> tuple[Any, Any, frozenset[str]]:
-        runtime = self._runtime
-        if runtime is None:
-            with self._lock:
-                if self._runtime is None:
-                    self._runtime = self._load()
-                runtime = self._runtime
-        return runtime
+        return self._runtime.get()
 
     def _load(self) -> tuple[Any, Any, frozenset[str]]:
         import onnxruntime
