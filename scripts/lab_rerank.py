@@ -126,30 +126,41 @@ def score_pairs(model: Model, jobs: list[tuple[Any, str, str]]) -> dict[Any, flo
     return {key: float(x) for (key, _, _), x in zip(jobs, logits, strict=True)}
 
 
-def turns_command(args: argparse.Namespace) -> None:
-    model, out = Model(args.model, 256), {}
-    for name, prepared in load(args.cache).items():
-        jobs = []
-        for h, p in enumerate(prepared):
-            for q, query in enumerate(p.haystack.queries):
-                for i in np.argsort(-ranked(p, q), kind="stable")[: args.depth]:
-                    jobs.append(((h, q, int(i)), query.text, p.haystack.turns[i].text))
-        out[name] = score_pairs(model, jobs)
-    args.out.write_bytes(pickle.dumps(out))
-
-
-def sessions_command(args: argparse.Namespace) -> None:
-    model, out = Model(args.model, 320), {}
+def score_command(
+    args: argparse.Namespace,
+    max_length: int,
+    passages: Callable[[lab.Prepared, npt.NDArray[np.int64]], list[tuple[int, str]]],
+) -> None:
+    """Score (question, passage) for every question, each passage named by ``passages`` from
+    the pipeline's order (its turn or session number, and its text), and save the logits."""
+    model, out = Model(args.model, max_length), {}
     for name, prepared in load(args.cache).items():
         jobs = []
         for h, p in enumerate(prepared):
             for q, query in enumerate(p.haystack.queries):
                 order = np.argsort(-ranked(p, q), kind="stable")
-                for session, turns in session_pool(p, order, args.sessions, args.per).items():
-                    text = " ".join(p.haystack.turns[i].text for i in sorted(turns))
-                    jobs.append(((h, q, session), query.text, text))
+                jobs += [((h, q, at), query.text, text) for at, text in passages(p, order)]
         out[name] = score_pairs(model, jobs)
     args.out.write_bytes(pickle.dumps(out))
+
+
+def turns_command(args: argparse.Namespace) -> None:
+    score_command(
+        args,
+        256,
+        lambda p, order: [(int(i), p.haystack.turns[i].text) for i in order[: args.depth]],
+    )
+
+
+def sessions_command(args: argparse.Namespace) -> None:
+    def passages(p: lab.Prepared, order: npt.NDArray[np.int64]) -> list[tuple[int, str]]:
+        pool = session_pool(p, order, args.sessions, args.per)
+        return [
+            (session, " ".join(p.haystack.turns[i].text for i in sorted(turns)))
+            for session, turns in pool.items()
+        ]
+
+    score_command(args, 320, passages)
 
 
 def vectors_command(args: argparse.Namespace) -> None:
