@@ -156,11 +156,12 @@ def sessions_command(args: argparse.Namespace) -> None:
     def passages(p: lab.Prepared, order: npt.NDArray[np.int64]) -> list[tuple[int, str]]:
         pool = session_pool(p, order, args.sessions, args.per)
         return [
-            (session, " ".join(p.haystack.turns[i].text for i in sorted(turns)))
+            (session, " ".join(p.haystack.turns[i].text for i in arranged(turns)))
             for session, turns in pool.items()
         ]
 
-    score_command(args, 320, passages)
+    arranged = (lambda turns: turns) if args.by_rank else sorted
+    score_command(args, args.max_length, passages)
 
 
 def vectors_command(args: argparse.Namespace) -> None:
@@ -304,6 +305,10 @@ def main() -> None:
     turns.add_argument("--depth", type=int, default=50)
     sessions.add_argument("--sessions", type=int, default=12)
     sessions.add_argument("--per", type=int, default=3)
+    sessions.add_argument("--max-length", type=int, default=320, help="word pieces per pair")
+    sessions.add_argument(
+        "--by-rank", action="store_true", help="a passage's turns best first, not stored order"
+    )
     evaluate.add_argument("--turns", type=Path)
     evaluate.add_argument("--sessions-file", type=Path)
     evaluate.add_argument("specs", nargs="+", help="base, turn:..., session:...")

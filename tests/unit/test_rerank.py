@@ -14,6 +14,7 @@ from quipu.core.records import Principal
 from quipu.embeddings.local import LocalEmbedder
 from quipu.errors import ConfigurationError
 from quipu.retrieval.rerank import (
+    BATCH,
     PACKAGED,
     PACKAGED_SHA256,
     CrossEncoder,
@@ -40,6 +41,21 @@ def test_the_packaged_model_scores_the_answer_above_the_rest(packaged: CrossEnco
     assert max(range(3), key=lambda i: scores[i]) == 1
     assert packaged.score(query, passages) == scores  # the same batch, the same scores
     assert packaged.score(query, []) == []
+
+
+def test_scores_come_back_in_the_passages_order_across_batches(packaged: CrossEncoder) -> None:
+    # Pairs run shortest first, BATCH at a time: the longest passage, the answer, runs last.
+    query = "Where did Melanie go camping with her kids?"
+    answer = (
+        "Melanie: We went camping at the lake with the kids last weekend, it was lovely and calm."
+    )
+    others = ["Caroline: " + " ".join(["hello"] * n) for n in (1, 3, 5, 7, 9, 11)]
+    passages = [answer, *others]
+    assert len(passages) > BATCH
+    scores = packaged.score(query, passages)
+    assert max(range(len(passages)), key=lambda i: scores[i]) == 0
+    alone = [packaged.score(query, [p])[0] for p in passages]
+    assert scores == pytest.approx(alone, abs=0.5)
 
 
 def test_the_packaged_model_is_shared_by_name() -> None:
