@@ -20,7 +20,9 @@ Commands (``--cache`` is the lab's vector cache, as for ``retrieval_lab.py``)::
 
 ``turns`` scores (question, turn) for the first ``depth`` turns of ``shipped3``'s ranking;
 ``sessions`` scores (question, the session's best ``per`` turns of that ranking, joined in
-conversation order) for its first ``sessions`` distinct sessions. ``eval`` reorders with
+conversation order) for its first ``sessions`` distinct sessions (``--max-length`` word
+pieces per pair, 320 unless given; ``--by-rank`` joins the turns best first, so a cut drops
+the weakest). ``eval`` reorders with
 those scores and prints session all@5 / all@10 / turn all@5, LoCoMo's categories, and the
 questions won and lost at all@5 against the first spec. Turn specs: ``turn:mode=M,n=N,w=W``
 with ``M`` one of ``ce`` (the cross-encoder alone orders the first ``N`` turns), ``rrf``

