@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,9 +42,9 @@ MAX_LENGTH = 320
 """Word pieces per (query, passage) pair; the passage is cut first."""
 RECIPROCAL_K = 10
 BATCH = 3
-"""Pairs per model run: ten passages of 150-230 word pieces run about a sixth faster in
-length-sorted batches of three than in one batch padded to the longest (docs/benchmarks.md,
-tenth round)."""
+"""Pairs per model run. Ten passages run far faster in length-sorted batches of three, one
+batch per core at a time, than in one batch padded to the longest on every core
+(docs/benchmarks.md, tenth round)."""
 
 _L = TypeVar("_L")
 Scorer = Callable[[str, Sequence[str]], Sequence[float]]
@@ -50,7 +52,10 @@ Scorer = Callable[[str, Sequence[str]], Sequence[float]]
 
 class CrossEncoder:
     """A cross-encoder on ONNX Runtime, loaded on first use (under a lock) and then safe to
-    call from many threads. The same query and passages always give the same scores."""
+    call from many threads. The same query and passages always give the same scores.
+
+    One call's batches run side by side on ``threads`` worker threads (default: the cores,
+    at most 4), each batch on one core."""
 
     def __init__(
         self,
@@ -58,8 +63,10 @@ class CrossEncoder:
         *,
         expected_sha256: str | None = None,
         expected_tokenizer_sha256: str | None = None,
+        threads: int | None = None,
     ) -> None:
         self.directory = directory
+        self.threads = threads or min(os.cpu_count() or 1, 4)
         self._expected = {
             "model.onnx": expected_sha256,
             "tokenizer.json": expected_tokenizer_sha256,
@@ -75,22 +82,28 @@ class CrossEncoder:
         first in batches of :data:`BATCH`, so little of a batch is padding."""
         if not passages:
             return []
-        session, tokenizer, inputs = self._get()
+        session, tokenizer, inputs, workers = self._get()
         encodings = tokenizer.encode_batch([(query, p) for p in passages])
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        out = [0.0] * len(encodings)
-        for start in range(0, len(order), BATCH):
-            chosen = order[start : start + BATCH]
+        # Longest first: the workers then finish at about the same time.
+        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        batches = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
+
+        def run(chosen: list[int]) -> npt.NDArray[np.float64]:
             feeds = padded([encodings[i] for i in chosen], inputs)
             logits = np.asarray(session.run(None, feeds)[0], dtype=np.float64)
-            for i, logit in zip(chosen, logits.reshape(len(chosen), -1)[:, 0], strict=True):
+            return logits.reshape(len(chosen), -1)[:, 0]
+
+        out = [0.0] * len(encodings)
+        results = workers.map(run, batches) if len(batches) > 1 else map(run, batches)
+        for chosen, logits in zip(batches, results, strict=True):
+            for i, logit in zip(chosen, logits, strict=True):
                 out[i] = float(logit)
         return out
 
-    def _get(self) -> tuple[Any, Any, frozenset[str]]:
+    def _get(self) -> tuple[Any, Any, frozenset[str], ThreadPoolExecutor]:
         return self._runtime.get()
 
-    def _load(self) -> tuple[Any, Any, frozenset[str]]:
+    def _load(self) -> tuple[Any, Any, frozenset[str], ThreadPoolExecutor]:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -123,6 +136,7 @@ class CrossEncoder:
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.inter_op_num_threads = 1
+        options.intra_op_num_threads = 1  # parallel across batches instead (score)
         options.log_severity_level = 3
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
@@ -134,7 +148,8 @@ class CrossEncoder:
                 f"cannot load the reranker in {self.directory}: {exc}",
                 code="reranker_unavailable",
             ) from exc
-        return session, tokenizer, frozenset(i.name for i in session.get_inputs())
+        workers = ThreadPoolExecutor(self.threads, thread_name_prefix="quipu-rerank")
+        return session, tokenizer, frozenset(i.name for i in session.get_inputs()), workers
 
 
 def padded(encodings: Sequence[Any], inputs: Collection[str]) -> dict[str, npt.NDArray[np.int64]]:
