@@ -41,10 +41,6 @@ PACKAGED_TOKENIZER_SHA256 = "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be0
 MAX_LENGTH = 320
 """Word pieces per (query, passage) pair; the passage is cut first."""
 RECIPROCAL_K = 10
-BATCH = 3
-"""Pairs per model run. Ten passages run far faster in length-sorted batches of three, one
-batch per core at a time, than in one batch padded to the longest on every core
-(docs/benchmarks.md, tenth round)."""
 
 _L = TypeVar("_L")
 Scorer = Callable[[str, Sequence[str]], Sequence[float]]
@@ -52,10 +48,13 @@ Scorer = Callable[[str, Sequence[str]], Sequence[float]]
 
 class CrossEncoder:
     """A cross-encoder on ONNX Runtime, loaded on first use (under a lock) and then safe to
-    call from many threads. The same query and passages always give the same scores.
+    call from many threads.
 
-    One call's batches run side by side on ``threads`` worker threads (default: the cores,
-    at most 4), each batch on one core."""
+    Each (query, passage) pair is one model run on one core, and one call's pairs run side
+    by side on ``threads`` worker threads (default: the cores, at most 4), longest first so
+    the workers finish together. Nothing is padded, and a pair's score depends on nothing
+    but the pair (int8 activations are scaled per run, so a shared batch would tie each
+    score to its companions). docs/benchmarks.md (tenth round) measures the alternatives."""
 
     def __init__(
         self,
@@ -78,26 +77,20 @@ class CrossEncoder:
         self._get()
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        """One logit per passage: higher is more relevant to ``query``. Pairs run shortest
-        first in batches of :data:`BATCH`, so little of a batch is padding."""
+        """One logit per passage: higher is more relevant to ``query``."""
         if not passages:
             return []
         session, tokenizer, inputs, workers = self._get()
         encodings = tokenizer.encode_batch([(query, p) for p in passages])
-        # Longest first: the workers then finish at about the same time.
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
-        batches = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
 
-        def run(chosen: list[int]) -> npt.NDArray[np.float64]:
-            feeds = padded([encodings[i] for i in chosen], inputs)
-            logits = np.asarray(session.run(None, feeds)[0], dtype=np.float64)
-            return logits.reshape(len(chosen), -1)[:, 0]
+        def run(i: int) -> float:
+            logits = session.run(None, padded([encodings[i]], inputs))[0]
+            return float(np.asarray(logits, dtype=np.float64).reshape(-1)[0])
 
         out = [0.0] * len(encodings)
-        results = workers.map(run, batches) if len(batches) > 1 else map(run, batches)
-        for chosen, logits in zip(batches, results, strict=True):
-            for i, logit in zip(chosen, logits, strict=True):
-                out[i] = float(logit)
+        for i, logit in zip(order, workers.map(run, order), strict=True):
+            out[i] = logit
         return out
 
     def _get(self) -> tuple[Any, Any, frozenset[str], ThreadPoolExecutor]:
@@ -136,7 +129,7 @@ class CrossEncoder:
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.inter_op_num_threads = 1
-        options.intra_op_num_threads = 1  # parallel across batches instead (score)
+        options.intra_op_num_threads = 1  # parallel across pairs instead (score)
         options.log_severity_level = 3
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
