@@ -54,7 +54,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import retrieval_lab as lab
 
 from quipu.retrieval import bm25
-from quipu.retrieval.rerank import padded
 
 Scores = npt.NDArray[np.float64]
 BGE_QUERY = "Represent this sentence for searching relevant passages: "
@@ -85,6 +84,23 @@ class Model:
         feed = padded(self.tokenizer.encode_batch(texts), self.inputs)
         out: npt.NDArray[np.float32] = self.session.run(None, feed)[0]
         return out
+
+
+def padded(encodings: list[Any], inputs: set[str]) -> dict[str, npt.NDArray[np.int64]]:
+    """A batch of tokenizer encodings as a model's feeds, padded to the longest; token types
+    only if the model takes them (``inputs``: its input names). The lab batches for speed;
+    Quipu runs one pair at a time (``quipu.retrieval.rerank.feeds``)."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask, types = np.zeros_like(ids), np.zeros_like(ids)
+    for row, encoding in enumerate(encodings):
+        ids[row, : len(encoding.ids)] = encoding.ids
+        mask[row, : len(encoding.ids)] = 1
+        types[row, : len(encoding.ids)] = encoding.type_ids
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in inputs:
+        feeds["token_type_ids"] = types
+    return feeds
 
 
 def batched(items: list[Any], size: int, run: Callable[[list[Any]], Any]) -> list[Any]:

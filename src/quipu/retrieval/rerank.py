@@ -85,7 +85,7 @@ class CrossEncoder:
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
 
         def run(i: int) -> float:
-            logits = session.run(None, padded([encodings[i]], inputs))[0]
+            logits = session.run(None, feeds(encodings[i], inputs))[0]
             return float(np.asarray(logits, dtype=np.float64).reshape(-1)[0])
 
         out = [0.0] * len(encodings)
@@ -124,7 +124,7 @@ class CrossEncoder:
                 code="reranker_unavailable",
             ) from exc
         model = files["model.onnx"]
-        tokenizer.no_padding()  # a batch is padded here, to its longest pair
+        tokenizer.no_padding()  # one pair per run: nothing to pad
         tokenizer.enable_truncation(max_length=MAX_LENGTH)
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -145,20 +145,14 @@ class CrossEncoder:
         return session, tokenizer, frozenset(i.name for i in session.get_inputs()), workers
 
 
-def padded(encodings: Sequence[Any], inputs: Collection[str]) -> dict[str, npt.NDArray[np.int64]]:
-    """A batch of tokenizer encodings as a model's feeds, padded to the longest; token types
-    only if the model takes them (``inputs``: its input names)."""
-    width = max(len(e.ids) for e in encodings)
-    ids = np.zeros((len(encodings), width), dtype=np.int64)
-    mask, types = np.zeros_like(ids), np.zeros_like(ids)
-    for row, encoding in enumerate(encodings):
-        ids[row, : len(encoding.ids)] = encoding.ids
-        mask[row, : len(encoding.ids)] = 1
-        types[row, : len(encoding.ids)] = encoding.type_ids
-    feeds = {"input_ids": ids, "attention_mask": mask}
+def feeds(encoding: Any, inputs: Collection[str]) -> dict[str, npt.NDArray[np.int64]]:
+    """One tokenized (query, passage) pair as a model's feeds, a batch of one; token types only
+    if the model takes them (``inputs``: its input names)."""
+    ids = np.asarray([encoding.ids], dtype=np.int64)
+    out = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
     if "token_type_ids" in inputs:
-        feeds["token_type_ids"] = types
-    return feeds
+        out["token_type_ids"] = np.asarray([encoding.type_ids], dtype=np.int64)
+    return out
 
 
 _SHARED: dict[str, CrossEncoder] = {}
