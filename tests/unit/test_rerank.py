@@ -7,7 +7,10 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
+import onnx
+import onnxruntime
 import pytest
+from tokenizers import Tokenizer
 
 import quipu
 from quipu.core.records import Principal
@@ -17,6 +20,8 @@ from quipu.retrieval.rerank import (
     PACKAGED,
     PACKAGED_SHA256,
     CrossEncoder,
+    feeds,
+    fuse,
     open_reranker,
     packaged_directory,
     rerank_sessions,
@@ -59,6 +64,36 @@ def test_each_score_depends_on_its_pair_alone_and_keeps_its_place(
     # No batch, no padding: a passage scores the same whatever else is scored with it.
     assert scores == [packaged.score(query, [p])[0] for p in passages]
     assert packaged.score(query, passages[::-1]) == scores[::-1]
+
+
+def test_the_packaged_model_runs_with_fused_attention_and_scores_as_exported(
+    packaged: CrossEncoder,
+) -> None:
+    # Each of the 12 layers' attention becomes one node (191 -> 150 ms for ten
+    # LoCoMo passages, docs/benchmarks.md, eleventh round); the scores move only by how the
+    # int8 activations round.
+    exported = (packaged.directory / "model.onnx").read_bytes()
+    graph = onnx.load_from_string(fuse(exported)).graph
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("MultiHeadAttention") == 12
+    assert "Softmax" not in ops
+    query = "What activities does Melanie do with her kids?"
+    passages = [
+        "Melanie: We went camping at the lake with the kids last weekend.",
+        "Melanie: The weather has been awful, rain every day this month.",
+        "Caroline: I finished reading a novel about a lighthouse keeper.",
+    ]
+    session = onnxruntime.InferenceSession(exported, providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(packaged.directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    names = {i.name for i in session.get_inputs()}
+    as_exported = [
+        float(session.run(None, feeds(tokenizer.encode(query, p), names))[0].reshape(-1)[0])
+        for p in passages
+    ]
+    scores = packaged.score(query, passages)
+    assert scores == pytest.approx(as_exported, abs=0.5)
+    assert sorted(range(3), key=scores.__getitem__) == sorted(range(3), key=as_exported.__getitem__)
 
 
 def test_the_packaged_model_is_shared_by_name() -> None:

@@ -1,33 +1,35 @@
-"""Fuse the bundled model's self-attention into ONNX Runtime's ``MultiHeadAttention``.
+"""Fuse a packaged BERT model's self-attention into ONNX Runtime's ``MultiHeadAttention``.
 
-The packaged graph is a torch export: each layer's attention is spelt out in ~40 small
-nodes (reshapes and transposes of the heads, a key transpose through shape arithmetic, a
-scale on each side of the score product, an additive mask built from ``attention_mask``, a
-NaN guard after the softmax). ONNX Runtime's own optimizer does not recognise that shape,
-and with a query of ~17 word pieces the per-node overhead is a large share of the run.
-:func:`fuse_attention` replaces each layer's chain, from the projected query, key and value
-to the re-merged heads, with one ``MultiHeadAttention`` node (same heads, same scale) and
-drops what no longer feeds the output.
+Both packaged graphs (the bundled embedder and the opt-in reranker,
+:mod:`quipu.retrieval.rerank`) are torch exports: each layer's attention is spelt out in ~40
+small nodes (reshapes and transposes of the heads, a key transpose through shape arithmetic,
+a scale on each side of the score product, an additive mask built from ``attention_mask``,
+sometimes a NaN guard after the softmax). ONNX Runtime's own optimizer does not recognise
+that shape. :func:`fuse_attention` replaces each layer's chain, from the projected query, key
+and value to the re-merged heads, with one ``MultiHeadAttention`` node and drops what no
+longer feeds the output. The head count and the scale are read from the graph
+(:class:`quipu.embeddings.graph.Folder`): the embedder's export stores the scale and leaves
+the head count to a ``-1``; the reranker's states the head count and computes the scale from
+the head size at run time. A block whose heads or scale cannot be read stays as it is.
 
-The mask is dropped with it. That is exact only because the embedder never pads: it runs one
-text at a time with an all-ones ``attention_mask`` (see :mod:`quipu.embeddings.local`), so the
-mask adds zero to every score and the NaN guard never fires.
+The mask is dropped with it. That is exact only because neither model is ever padded: each
+runs one text (or one query-passage pair) at a time with an all-ones ``attention_mask``, so
+the mask adds zero to every score and the NaN guard never fires.
 
-Measured on 2 Xeon cores, one thread, 17-piece query: 1.99 ms before, 1.44 ms after (with
-``SkipLayerNormFusion`` off, see ``local.py``); vectors agree at cosine > 0.99 (the 8-bit
-activations round a little differently when float sums change order).
+Measured on 2 Xeon cores, one thread: the embedder's 17-piece query 1.99 ms before, 1.44 ms
+after (with ``SkipLayerNormFusion`` off, see ``local.py``), vectors agreeing at cosine > 0.99
+(the 8-bit activations round a little differently when float sums change order); the
+reranker's ten LoCoMo passages 191 ms before, 150 ms after, on two threads (docs/benchmarks.md,
+eleventh round).
 """
 
 from __future__ import annotations
 
-import math
-
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
-from quipu.embeddings.graph import CONTRIB, consumers, sole_consumer, use_contrib_ops
+from quipu.embeddings.graph import CONTRIB, Folder, consumers, sole_consumer, use_contrib_ops
 
-_HEADS = 12  # all-MiniLM-L6-v2: 384 = 12 heads x 32
 _SHAPE_OPS = ("Reshape", "Transpose")
 
 
@@ -46,21 +48,21 @@ def fuse_attention_in(model: onnx.ModelProto) -> int:
     graph = model.graph
     producers = {output: node for node in graph.node for output in node.output}
     readers = consumers(graph)
-    constants = {t.name: t for t in graph.initializer}  # read only where a scalar is needed
+    folder = Folder(graph)
 
     fused: dict[str, onnx.NodeProto] = {}  # the re-merging Reshape's output -> its replacement
     for softmax in (node for node in graph.node if node.op_type == "Softmax"):
-        block = _attention_block(softmax, producers, readers, constants)
+        block = _attention_block(softmax, producers, readers, folder)
         if block is None:
             continue
-        query, key, value, scale, output = block
+        query, key, value, heads, scale, output = block
         fused[output] = helper.make_node(
             "MultiHeadAttention",
             [query, key, value],
             [output],
             name=f"fused_attention_{len(fused)}",
             domain=CONTRIB,
-            num_heads=_HEADS,
+            num_heads=heads,
             scale=scale,
         )
     if not fused:
@@ -83,10 +85,10 @@ def _attention_block(
     softmax: onnx.NodeProto,
     producers: dict[str, onnx.NodeProto],
     readers: dict[str, list[onnx.NodeProto]],
-    constants: dict[str, onnx.TensorProto],
-) -> tuple[str, str, str, float, str] | None:
-    """(query, key, value, scale, merged output) of the block around ``softmax``, or None
-    when the block is not the exported shape this module knows."""
+    folder: Folder,
+) -> tuple[str, str, str, int, float, str] | None:
+    """(query, key, value, heads, scale, merged output) of the block around ``softmax``, or
+    None when the block is not the exported shape this module knows."""
     masked = producers.get(softmax.input[0])
     if masked is None or masked.op_type != "Add":
         return None
@@ -96,7 +98,7 @@ def _attention_block(
     )
     if scores is None:
         return None
-    sides = [_scaled(producers.get(name), constants) for name in scores.input]
+    sides = [_scaled(producers.get(name), folder) for name in scores.input]
     if sides[0] is None or sides[1] is None:
         return None
     (query_heads, query_scale), (key_heads, key_scale) = sides[0], sides[1]
@@ -111,23 +113,40 @@ def _attention_block(
     if merged is None:
         return None
     query = _through_shapes(query_heads, producers)
+    heads = _heads(query_heads, query, folder)
+    if heads is None:
+        return None
     key = _through_shapes(key_heads, producers)
     value = _through_shapes(context.input[1], producers)
-    return query, key, value, query_scale * key_scale, merged.output[0]
+    return query, key, value, heads, query_scale * key_scale, merged.output[0]
 
 
-def _scaled(
-    node: onnx.NodeProto | None, constants: dict[str, onnx.TensorProto]
-) -> tuple[str, float] | None:
-    """``x * c`` with a constant scalar ``c``: (x, c)."""
+def _scaled(node: onnx.NodeProto | None, folder: Folder) -> tuple[str, float] | None:
+    """``x * c`` where ``c`` is one number the graph computes from constants: (x, c). The
+    exporter either stores ``c`` or derives it from the head size at run time."""
     if node is None or node.op_type != "Mul":
         return None
     left, right = node.input
     for tensor, constant in ((left, right), (right, left)):
-        value = constants.get(constant)
-        if value is not None and math.prod(value.dims) == 1:
-            return tensor, float(numpy_helper.to_array(value).reshape(-1)[0])
+        value = folder.scalar(constant)
+        if value is not None:
+            return tensor, value
     return None
+
+
+def _heads(query_heads: str, query: str, folder: Folder) -> int | None:
+    """How many heads the query is split into, ``[batch, heads, length, size]``: as the
+    reshape before the transpose states it, or the projection's width over the head size
+    when the reshape leaves the count to be inferred (-1)."""
+    dims = folder.dims(query_heads)
+    if dims is None or len(dims) != 4 or dims[3] is None:
+        return None
+    if dims[1] is not None:
+        return dims[1]
+    width = folder.width(query)
+    if width is None or width % dims[3]:
+        return None
+    return width // dims[3]
 
 
 def _through_shapes(name: str, producers: dict[str, onnx.NodeProto]) -> str:

