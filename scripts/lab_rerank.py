@@ -22,7 +22,8 @@ Commands (``--cache`` is the lab's vector cache, as for ``retrieval_lab.py``)::
 ``sessions`` scores (question, the session's best ``per`` turns of that ranking, joined in
 conversation order) for its first ``sessions`` distinct sessions (``--max-length`` word
 pieces per pair, 320 unless given; ``--by-rank`` joins the turns best first, so a cut drops
-the weakest). ``eval`` reorders with
+the weakest; ``--dated`` puts the session's date, "08 May 2023: ", before its turns).
+``eval`` reorders with
 those scores and prints session all@5 / all@10 / turn all@5, LoCoMo's categories, and the
 questions won and lost at all@5 against the first spec. Turn specs: ``turn:mode=M,n=N,w=W``
 with ``M`` one of ``ce`` (the cross-encoder alone orders the first ``N`` turns), ``rrf``
@@ -174,9 +175,15 @@ def sessions_command(args: argparse.Namespace) -> None:
     def passages(p: lab.Prepared, order: npt.NDArray[np.int64]) -> list[tuple[int, str]]:
         pool = session_pool(p, order, args.sessions, args.per)
         return [
-            (session, " ".join(p.haystack.turns[i].text for i in arranged(turns)))
+            (session, dated(p, turns) + " ".join(p.haystack.turns[i].text for i in arranged(turns)))
             for session, turns in pool.items()
         ]
+
+    def dated(p: lab.Prepared, turns: list[int]) -> str:
+        """``--dated``: the session's date before its turns, as the model reads text."""
+        if not args.dated:
+            return ""
+        return f"{p.haystack.turns[turns[0]].observed_at:%d %B %Y}: "
 
     arranged = (lambda turns: turns) if args.by_rank else sorted
     score_command(args, args.max_length, passages)
@@ -327,6 +334,7 @@ def main() -> None:
     sessions.add_argument(
         "--by-rank", action="store_true", help="a passage's turns best first, not stored order"
     )
+    sessions.add_argument("--dated", action="store_true", help="the session's date first")
     evaluate.add_argument("--turns", type=Path)
     evaluate.add_argument("--sessions-file", type=Path)
     evaluate.add_argument("specs", nargs="+", help="base, turn:..., session:...")
