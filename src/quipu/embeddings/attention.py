@@ -46,9 +46,9 @@ def fuse_attention_in(model: onnx.ModelProto) -> int:
     own, so a partial match still leaves a correct graph); returns how many were fused. Nodes
     and constants nothing reads any more are dropped."""
     graph = model.graph
-    producers = {output: node for node in graph.node for output in node.output}
-    readers = consumers(graph)
     folder = Folder(graph)
+    producers = folder.producers
+    readers = consumers(graph)
 
     fused: dict[str, onnx.NodeProto] = {}  # the re-merging Reshape's output -> its replacement
     for softmax in (node for node in graph.node if node.op_type == "Softmax"):

@@ -57,7 +57,8 @@ class Folder:
     arithmetic on a dimension only known at run time yields ``None``."""
 
     def __init__(self, graph: onnx.GraphProto) -> None:
-        self._producers = {output: node for node in graph.node for output in node.output}
+        # Each tensor name -> the node that computes it (the fusion reads it too).
+        self.producers = {output: node for node in graph.node for output in node.output}
         self._constants = {t.name: t for t in graph.initializer}
         self._cache: dict[str, npt.NDArray[Any] | None] = {}
 
@@ -78,7 +79,7 @@ class Folder:
     def dims(self, name: str) -> list[int | None] | None:
         """The dimensions of tensor ``name`` that are fixed before the model runs (``None``
         for the others), when the graph says how many it has."""
-        node = self._producers.get(name)
+        node = self.producers.get(name)
         if node is None:
             return None
         if node.op_type == "Transpose":
@@ -97,7 +98,7 @@ class Folder:
     def _fold(self, name: str) -> npt.NDArray[Any] | None:
         if name in self._constants:
             return numpy_helper.to_array(self._constants[name])
-        node = self._producers.get(name)
+        node = self.producers.get(name)
         if node is None:
             return None  # a graph input
         if node.op_type == "Constant":
@@ -109,7 +110,7 @@ class Folder:
             dimension = self._one_dimension(node)
             if dimension is not None:
                 return dimension
-        if not node.input or "" in node.input[:3]:
+        if not node.input:
             return None
         args: list[npt.NDArray[Any]] = []
         for operand in node.input:
@@ -143,7 +144,7 @@ class Folder:
     def width(self, name: str) -> int | None:
         """The last dimension of a projection's output: a constant bias added to it, or the
         constant weight matrix it is multiplied by."""
-        node = self._producers.get(name)
+        node = self.producers.get(name)
         if node is None:
             return None
         for operand in node.input:
@@ -159,7 +160,7 @@ class Folder:
     def _one_dimension(self, gather: onnx.NodeProto) -> npt.NDArray[Any] | None:
         """``Gather(Shape(x), i)`` for one index ``i`` is one dimension of ``x``, known or not,
         even when the graph does not say how many dimensions ``x`` has."""
-        source = self._producers.get(gather.input[0])
+        source = self.producers.get(gather.input[0])
         index = self.value(gather.input[1])
         if source is None or source.op_type != "Shape" or index is None or index.ndim != 0:
             return None

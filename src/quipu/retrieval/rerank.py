@@ -6,7 +6,7 @@ After fusion, the first ``sessions`` sessions of the ranking are each read as on
 ``weight`` times its session's reciprocal rank by that score (constant 10); candidates of other
 sessions follow in their fused order. A memory written outside a session is a session of its
 own. docs/benchmarks.md (ninth round) measures it: it lifts LoCoMo session all@5 past 0.85 in
-the lab and end to end, and adds about 0.2 s to a recall on two cores (p95 0.22-0.25 s,
+the lab and end to end, and adds about 0.2 s to a recall on two cores (p95 0.22-0.27 s,
 eleventh round).
 
 The packaged model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, which
@@ -25,6 +25,7 @@ import os
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,6 +48,16 @@ RECIPROCAL_K = 10
 
 _L = TypeVar("_L")
 Scorer = Callable[[str, Sequence[str]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """What the first call builds: read-only afterwards, shared by every thread."""
+
+    session: Any  # onnxruntime.InferenceSession (the package ships no type hints)
+    tokenizer: Any  # tokenizers.Tokenizer
+    inputs: frozenset[str]  # the model's input names
+    workers: ThreadPoolExecutor  # runs one call's pairs side by side
 
 
 class CrossEncoder:
@@ -84,29 +95,26 @@ class CrossEncoder:
 
     def load(self) -> None:
         """Load and check the model now (``ConfigurationError`` if it cannot be used)."""
-        self._get()
+        self._runtime.get()
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         """One logit per passage: higher is more relevant to ``query``."""
         if not passages:
             return []
-        session, tokenizer, inputs, workers = self._get()
-        encodings = tokenizer.encode_batch([(query, p) for p in passages])
+        runtime = self._runtime.get()
+        encodings = runtime.tokenizer.encode_batch([(query, p) for p in passages])
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
 
         def run(i: int) -> float:
-            logits = session.run(None, feeds(encodings[i], inputs))[0]
+            logits = runtime.session.run(None, feeds(encodings[i], runtime.inputs))[0]
             return float(np.asarray(logits, dtype=np.float64).reshape(-1)[0])
 
         out = [0.0] * len(encodings)
-        for i, logit in zip(order, workers.map(run, order), strict=True):
+        for i, logit in zip(order, runtime.workers.map(run, order), strict=True):
             out[i] = logit
         return out
 
-    def _get(self) -> tuple[Any, Any, frozenset[str], ThreadPoolExecutor]:
-        return self._runtime.get()
-
-    def _load(self) -> tuple[Any, Any, frozenset[str], ThreadPoolExecutor]:
+    def _load(self) -> _Runtime:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -157,8 +165,12 @@ class CrossEncoder:
                 f"cannot load the reranker in {self.directory}: {exc}",
                 code="reranker_unavailable",
             ) from exc
-        workers = ThreadPoolExecutor(self.threads, thread_name_prefix="quipu-rerank")
-        return session, tokenizer, frozenset(i.name for i in session.get_inputs()), workers
+        return _Runtime(
+            session=session,
+            tokenizer=tokenizer,
+            inputs=frozenset(i.name for i in session.get_inputs()),
+            workers=ThreadPoolExecutor(self.threads, thread_name_prefix="quipu-rerank"),
+        )
 
 
 def feeds(encoding: Any, inputs: Collection[str]) -> dict[str, npt.NDArray[np.int64]]:
