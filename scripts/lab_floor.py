@@ -12,7 +12,8 @@ call handed the model (query and passage together, as the model reads them)::
 
 ``projections`` times, on one thread, every int8 linear layer of a model
 (``MatMulInteger`` weights of the ONNX file) as ONNX Runtime's ``DynamicQuantizeMatMul``
-(the op Quipu's int8 rewrite uses) for ``--pieces`` rows, medians of ``--runs``::
+(the op Quipu's int8 rewrite uses) for ``--pieces`` rows, medians of ``--runs``, and
+its largest weight at 2,048 rows for reference::
 
     python scripts/lab_floor.py projections --model DIR/model.onnx --pieces 250
 
@@ -33,6 +34,8 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+REFERENCE_ROWS = 2048
 
 
 def pieces_command(argv: list[str]) -> None:
@@ -108,19 +111,9 @@ def projections_command(args: argparse.Namespace) -> None:
     )
     if not shapes:
         sys.exit(f"{args.model}: no MatMulInteger with a stored weight")
-    rng = np.random.default_rng(1)
     total = 0.0
     for (k, n), count in sorted(shapes.items()):
-        session = projection(args.pieces, k, n)
-        feed = {"A": rng.standard_normal((args.pieces, k)).astype(np.float32)}
-        for _ in range(5):
-            session.run(None, feed)
-        times = []
-        for _ in range(args.runs):
-            start = time.perf_counter()
-            session.run(None, feed)
-            times.append(time.perf_counter() - start)
-        ms = statistics.median(times) * 1e3
+        ms = median_ms(args.pieces, k, n, args.runs)
         total += ms * count
         rate = args.pieces * k * n / ms / 1e6
         print(f"{k} x {n}: {count} layers, {ms:.3f} ms each, {rate:.0f} GMAC/s")
@@ -128,6 +121,25 @@ def projections_command(args: argparse.Namespace) -> None:
         f"all {sum(shapes.values())} projections of a {args.pieces}-piece pair, one thread: "
         f"{total:.1f} ms ({total / args.pieces * 1e3:.1f} us per piece)"
     )
+    # What the runtime's int8 kernel reaches when rows are plenty: the rate to compare with.
+    k, n = max(shapes, key=lambda shape: shape[0] * shape[1])
+    ms = median_ms(REFERENCE_ROWS, k, n, args.runs)
+    rate = REFERENCE_ROWS * k * n / ms / 1e6
+    print(f"reference {REFERENCE_ROWS} x {k} x {n}: {ms:.2f} ms, {rate:.0f} GMAC/s")
+
+
+def median_ms(rows: int, k: int, n: int, runs: int) -> float:
+    """Median wall time of one ``projection`` run, after five warm-up runs."""
+    session = projection(rows, k, n)
+    feed = {"A": np.random.default_rng(1).standard_normal((rows, k)).astype(np.float32)}
+    for _ in range(5):
+        session.run(None, feed)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        session.run(None, feed)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
 
 
 def main() -> None:
