@@ -1,0 +1,407 @@
+"""Context rules: a value is a secret because of what names it.
+
+``password = "..."``, ``the wifi password is ...``, ``mysql -pSECRET``, ``redis://:pw@host``,
+``Authorization: Bearer ...``, an AWS secret key a sentence introduces. Each rule finds a
+candidate value; :mod:`quipu.safety.secret_values` decides from the value itself whether it
+is a credential or code, a placeholder or prose. Values are captured in lookaheads so one
+value can itself start the next match. Every pattern starts behind a lookbehind or scans a
+bounded distance, so the scan stays linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from quipu.safety.secret_values import (
+    is_code_reference,
+    is_placeholder,
+    is_pointer,
+    looks_random,
+    password_value_is_secret,
+    prose_password_is_secret,
+    token_value_is_secret,
+)
+
+__all__ = ["Span", "context_spans"]
+
+PASSWORD = "password_assignment"
+API_KEY = "generic_api_key"
+
+
+@dataclass(frozen=True)
+class Span:
+    kind: str
+    start: int
+    end: int
+
+
+# A value after an operator: double, single, back or typographic quotes, or a bare run.
+_VALUE = (
+    r"(?=\\?\"(?P<dq>[^\"\\\n]{1,200}+)\\?\"|'(?P<sq>[^'\n]{1,200}+)'|`(?P<bq>[^`\n]{1,200}+)`"
+    r"|[“”«](?P<tq>[^“”«»\n]{1,200}+)[“”»]|(?P<bare>[^\s\"'`,;&|<>“”«»]{1,200}+))"
+)
+# In prose a bare value runs to the next space: "Tr0ub4dor&3" is one password.
+_PROSE_VALUE = _VALUE.replace("&|<>", "<>")
+_QUOTED = ("dq", "sq", "bq", "tq")
+
+_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_\-.])(?P<key>[A-Za-z0-9_\-.]{1,60}+)(?:\\?[\"'`])?\]?"
+    # an optional type annotation before "=": password: str = "...", password?: string = ...
+    r"(?:[ \t]{0,3}\??:[ \t]{0,3}[A-Za-z_][\w.]{0,40}+(?:\[[\w., |\[\]]{0,60}+\])?"
+    r"(?:[ \t]{0,3}\|[ \t]{0,3}[A-Za-z_][\w.]{0,40}+){0,3}(?=[ \t]{0,3}=[^=>]))?"
+    r"[ \t]{0,3}(?P<op>:=|=>|->|\?\?=|\|\|=|[:=])[ \t]{0,3}" + _VALUE
+)
+# Calls that pass a password: user.set_password("..."), builder.password("..."),
+# ConvertTo-SecureString "..." -AsPlainText, SQL "IDENTIFIED BY '...'" / "PASSWORD '...'".
+_CALL_VALUE = re.compile(
+    r"(?:(?<![A-Za-z0-9_])(?:set_?|with_?)?(?i:password|passwd|secret|api_?key|token)"
+    r"[ \t]{0,2}\([ \t]{0,2}|(?i:ConvertTo-SecureString)[ \t]{1,3}(?:-String[ \t]{1,3})?"
+    r"|(?<![A-Za-z0-9_])(?i:identified[ \t]{1,3}by|with[ \t]{1,3}password|password)[ \t]{1,3}"
+    r"(?=['\"]))"
+    r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)')"
+)
+
+_PASSWORD_KEYS = ("password", "passwd", "pwd", "passphrase", "passcode", "secret")
+_API_KEY_KEYS = (
+    *("apikey", "accesskey", "secretkey", "privatekey", "token", "clientsecret", "apisecret"),
+    *("appsecret", "appkey", "authkey", "masterkey", "accountkey", "signingkey", "sharedkey"),
+    *("encryptionkey", "licensekey", "sessionkey", "sessionid", "credential", "credentials"),
+    *("signature", "webhooksecret", "consumersecret", "consumerkey", "secretaccesskey"),
+)
+_NOT_SECRET_KEYS = ("nexttoken", "pagetoken", "continuationtoken", "csrftoken", "tokentype")
+_ENV_KEY = re.compile(r"[A-Z][A-Z0-9_]*+")
+
+
+def _key_kind(key: str) -> str | None:
+    plain = key.strip("\"'`$@:.-_")
+    joined = re.sub(r"[_\-.]", "", plain.lower())
+    if not joined or joined.endswith(_NOT_SECRET_KEYS):
+        return None
+    if joined.endswith(_API_KEY_KEYS):
+        return API_KEY
+    if joined.endswith(_PASSWORD_KEYS):
+        return PASSWORD
+    lowered = plain.lower()
+    if lowered in {"pass", "pw"} or lowered.endswith(("_pass", "-pass", ".pass", "_pw", "-pw")):
+        return PASSWORD
+    if plain.endswith(("Pass", "Pw")) and not plain.endswith("ByPass"):
+        return PASSWORD
+    return None
+
+
+def _captured(match: re.Match[str]) -> tuple[str, int, int, bool]:
+    """The value group of a match: (value, start, end, quoted)."""
+    for name in (*_QUOTED, "bare"):
+        if name in match.re.groupindex and match[name] is not None:
+            return match[name], match.start(name), match.end(name), name != "bare"
+    raise AssertionError("pattern always captures a value")
+
+
+def _trimmed(value: str, start: int, end: int) -> tuple[str, int, int]:
+    """A bare value without the trailing punctuation of the sentence around it."""
+    word = value.rstrip(".,)]}:?")
+    if not word or word.count("(") > word.count(")") or word.count("[") > word.count("]"):
+        word = value.rstrip(".,:?")
+    return word, start, start + len(word)
+
+
+def _assignments(text: str) -> Iterator[Span]:
+    for match in _ASSIGNMENT.finditer(text):
+        kind = _key_kind(match["key"])
+        if kind is None:
+            continue
+        value, start, end, quoted = _captured(match)
+        if not quoted:
+            value, start, end = _trimmed(value, start, end)
+            if not value:
+                continue
+            after = text[end : end + 3].lstrip(" \t")
+            if after[:1] in ("(", "[", "+", "*", "/", "%", "?") or after.startswith(("||", "&&")):
+                continue  # an expression: password = pw + salt, secret = a or b
+        if kind == API_KEY:
+            secret = token_value_is_secret(value) or (
+                quoted
+                and password_value_is_secret(value, quoted=True, env_key=False)
+                and looks_random(value)
+            )
+        else:
+            env_key = _ENV_KEY.fullmatch(match["key"].strip("\"'`$")) is not None
+            prose = match["op"] == ":" and not quoted and value.isalpha()
+            if prose and _followed_by_word(text, end):
+                continue  # "Password: must be 12 characters" reads as prose
+            secret = password_value_is_secret(
+                value, quoted=quoted, env_key=env_key, rest=text[end : end + 300]
+            )
+        if secret:
+            yield Span(kind, start, end)
+
+
+def _calls(text: str) -> Iterator[Span]:
+    for match in _CALL_VALUE.finditer(text):
+        value, start, end, _ = _captured(match)
+        if password_value_is_secret(value, quoted=True, env_key=False):
+            yield Span(PASSWORD, start, end)
+
+
+def _followed_by_word(text: str, end: int) -> bool:
+    rest = text[end : end + 40]
+    return re.match(r"[ \t]{1,3}[A-Za-z]", rest) is not None and not rest.lstrip().startswith(
+        ("#", "//")
+    )
+
+
+# --- prose: "the wifi password is ...", "my API key is ...", multilingual password words
+_PASSWORD_WORDS = (
+    r"(?:wi-?fi[ \t]{1,2})?(?:password|passwd|passphrase|passcode|pass[ \t]?code|pin(?:[ \t]code"
+    r"|[ \t]number)?|pwd|wi-?fi[ \t]{1,2}(?:key|code)|(?:door|gate|alarm|garage|safe|lock|entry"
+    r"|building|keypad|security)[ \t]{1,2}code|contrase[nñ]a|clave|mot[ \t]de[ \t]passe|mdp"
+    r"|passwort|kennwort|senha|parola[ \t]d'ordine|wachtwoord|l[oö]senord|has[lł]o)"
+)
+_KEY_WORDS = (
+    r"(?:api[ \t_\-]?key|access[ \t_\-]?key|secret[ \t_\-]?key|private[ \t_\-]?key"
+    r"|(?:auth|access|api|bearer|refresh|session|bot|personal[ \t]access)[ \t_\-]?token|token"
+    r"|client[ \t_\-]?secret|signing[ \t_\-]?key|webhook[ \t_\-]?secret|secret)"
+)
+_COPULA = (
+    r"(?:is[ \t]now[ \t]set[ \t]to|is[ \t]set[ \t]to|is[ \t]still|is[ \t]now|is|was|are|=|:|->"
+    r"|has[ \t]been[ \t](?:set|changed)[ \t]to|changed[ \t]to|became|will[ \t]be|should[ \t]be"
+    r"|remains|'s|es|est|ist|lautet|é|è|era|était|war|är|jest)"
+)
+_PROSE_KEY = re.compile(
+    rf"(?<![A-Za-z0-9_])(?i:(?P<pw>{_PASSWORD_WORDS})|(?P<key>{_KEY_WORDS}))"
+    # "for the router", "to the safe", "of my bank account": up to six words
+    r"(?:[ \t]{1,3}(?i:for|to|of|on|at|in|des|de|du|del|für|fur|da|do|di|van)"
+    r"(?:[ \t]{1,3}[^\s:=]{1,30}+){1,6}?)?"
+    rf"[ \t]{{0,3}}(?i:{_COPULA})[ \t]{{0,3}}:?[ \t]{{0,3}}" + _PROSE_VALUE
+)
+_SET_TO = re.compile(
+    r"(?<![A-Za-z0-9_])(?i:set|change|changed|reset|update|updated|use|used|try|tried|enter"
+    r"|entered|type|typed)(?:[ \t]{1,3}[^\s:=]{1,30}+){0,4}?[ \t]{1,3}"
+    rf"(?i:{_PASSWORD_WORDS})[ \t]{{1,3}}(?i:to|as|with|=|:)[ \t]{{1,3}}" + _PROSE_VALUE
+)
+_PROSE_ANCHORS = (
+    *("pass", "pin", "pwd", "code", "key", "token", "secret", "contrase", "clave", "mdp"),
+    *("mot de passe", "passwort", "kennwort", "senha", "parola", "wachtwoord", "senord", "has"),
+)
+
+
+def _prose(text: str) -> Iterator[Span]:
+    for match in (*_PROSE_KEY.finditer(text), *_SET_TO.finditer(text)):
+        value, start, end, quoted = _captured(match)
+        if not quoted:
+            value, start, end = _trimmed(value, start, end)
+            if not value:
+                continue
+        is_key = "key" in match.re.groupindex and match["key"] is not None
+        if is_key:
+            if token_value_is_secret(value) or (
+                len(value) >= 20 and looks_random(value) and not is_pointer(value)
+            ):
+                yield Span(API_KEY, start, end)
+            continue
+        word = match["pw"].lower() if "pw" in match.re.groupindex else ""
+        if (word.startswith("pin") or word.endswith("code")) and sum(
+            c.isdigit() for c in value
+        ) < 4:
+            continue  # "the pin was bent", "the door code is on the fridge"
+        if prose_password_is_secret(
+            value,
+            quoted=quoted,
+            followed_by_word=_followed_by_word(text, end),
+            rest=text[end : end + 300],
+        ):
+            yield Span(PASSWORD, start, end)
+
+
+# --- URLs, headers, command lines
+_URL_CREDENTIAL = re.compile(
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,20}://"
+    r"[^\s:/@]{0,100}:(?P<value>[^\s@/]{1,200})@"
+)
+_BEARER = re.compile(
+    r"(?<![A-Za-z0-9])(?i:bearer|authorization:[ \t]{0,3}(?:basic|token|bearer|ssws)|ssws)"
+    r"[ \t]{1,3}(?P<value>[A-Za-z0-9_\-.~+/]{16,}+=*)"
+)
+_VALUE_ARG = r"(?P<value>'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"|;&]{1,200}+)"
+_COMMANDS = (
+    re.compile(
+        r"(?<![A-Za-z0-9_\-])(?:mysql|mysqldump|mysqladmin|mariadb|mysqlimport|mysqlsh"
+        r"|mysqlcheck)(?![A-Za-z0-9_\-])[^\n|;&]{0,160}?[ \t]-p(?P<value>'[^'\n]{1,200}'"
+        r"|\"[^\"\n]{1,200}\"|[^\s'\"|;&]{1,200}+)"
+    ),
+    re.compile(r"(?<![A-Za-z0-9_\-])sshpass[ \t]{1,3}-p[ \t]{0,3}" + _VALUE_ARG),
+    re.compile(
+        r"(?<![A-Za-z0-9_\-])(?:redis-cli|docker[ \t]{1,3}login|podman[ \t]{1,3}login|mongosh?"
+        r"|sqlcmd|helm[ \t]{1,3}registry[ \t]{1,3}login)(?![A-Za-z0-9_\-])[^\n|;&]{0,160}?"
+        r"[ \t](?:-a|-p|-P)[ \t]{1,3}" + _VALUE_ARG
+    ),
+    re.compile(
+        r"(?<![A-Za-z0-9_\-])--(?:password|passwd|pass|pwd|db-password|token|api-key|apikey"
+        r"|secret|client-secret|auth-token|access-token|secret-key|access-key)(?:=|[ \t]{1,3})"
+        + _VALUE_ARG
+    ),
+    re.compile(
+        r"(?<![A-Za-z0-9_\-])curl(?![A-Za-z0-9_\-])[^\n|;&]{0,200}?[ \t](?:-u|--user)[ \t=]{0,3}"
+        r"['\"]?[^\s:'\"]{0,100}:(?P<value>[^\s'\"]{1,200})"
+    ),
+    re.compile(
+        r"(?<![A-Za-z0-9_\-])htpasswd[ \t]{1,3}-[A-Za-z]{0,4}b[A-Za-z]{0,4}[ \t]{1,3}\S{1,200}+"
+        r"[ \t]{1,3}\S{1,100}+[ \t]{1,3}" + _VALUE_ARG
+    ),
+    re.compile(
+        r"(?<![A-Za-z0-9_\-])machine[ \t]{1,3}\S{1,200}+[ \t\n]{1,3}login[ \t]{1,3}\S{1,100}+"
+        r"[ \t\n]{1,3}password[ \t]{1,3}" + _VALUE_ARG
+    ),
+    re.compile(
+        r"(?<![A-Za-z0-9_\-])echo[ \t]{1,3}(?P<value>'[^'\n]{1,100}'|\"[^\"\n]{1,100}\""
+        r"|[^\s'\"|;&]{1,100}+)[ \t]{0,3}\|[ \t]{0,3}sudo[ \t]{1,3}-S"
+    ),
+)
+_COMMAND_ANCHORS = (
+    "mysql",
+    "mariadb",
+    "sshpass",
+    "-a",
+    "-p",
+    "--",
+    "curl",
+    "htpasswd",
+    "login",
+    "sudo",
+)
+
+
+def _unquote(value: str, start: int, end: int) -> tuple[str, int, int, bool]:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1], start + 1, end - 1, True
+    return value, start, end, False
+
+
+def _commands(text: str) -> Iterator[Span]:
+    for pattern in _COMMANDS:
+        for match in pattern.finditer(text):
+            value, start, end, quoted = _unquote(match["value"], *match.span("value"))
+            if value and password_value_is_secret(value, quoted=quoted, env_key=True):
+                yield Span(PASSWORD, start, end)
+
+
+def _urls(text: str) -> Iterator[Span]:
+    for match in _URL_CREDENTIAL.finditer(text):
+        if password_value_is_secret(match["value"], quoted=True, env_key=True):
+            yield Span(PASSWORD, *match.span("value"))
+
+
+def _bearers(text: str) -> Iterator[Span]:
+    for match in _BEARER.finditer(text):
+        value = match["value"]
+        shaped = looks_random(value) or (len(value) >= 20 and not is_placeholder(value))
+        if shaped and not is_code_reference(value) and not is_pointer(value):
+            yield Span("bearer_token", *match.span("value"))
+
+
+# --- an AWS secret access key a sentence introduces (40 characters of base64)
+_FORTY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_CONTEXT = re.compile(r"aws|amazon|secret|access[ _\-]?key", re.IGNORECASE)
+
+
+def _aws_secrets(text: str) -> Iterator[Span]:
+    for match in _FORTY.finditer(text):
+        token = match[0]
+        shaped = any(c.isupper() for c in token) and any(c.islower() for c in token)
+        if not (shaped and (any(c.isdigit() for c in token) or "/" in token or "+" in token)):
+            continue
+        before = text[max(0, match.start() - 100) : match.start()]
+        if _AWS_CONTEXT.search(before):
+            yield Span("aws_secret_key", *match.span())
+
+
+# --- government ids named by the sentence ("SSN 123456789", "passport number X1234567")
+_ID_CONTEXT = re.compile(
+    r"(?<![A-Za-z0-9])(?i:(?P<ssn>ssn|social[ \t]security(?:[ \t]number)?)|(?P<sin>social"
+    r"[ \t]insurance[ \t]number|sin)|(?P<other>passport|driver'?s?[ \t]licen[cs]e|tax[ \t]id|tin"
+    r"|ein|aadhaar|bsn|personnummer|national[ \t]id|id[ \t]card))"
+    r"(?:[ \t](?i:number|no\.?|num|#))?[ \t]{0,3}(?i:is|was|:|#|=)?[ \t]{0,3}"
+    r"(?P<value>[A-Z0-9](?:[A-Z0-9]|[ .\-](?=[A-Z0-9])){4,17}+)(?![A-Za-z0-9])"
+)
+_ID_ANCHORS = (
+    "ssn",
+    "social",
+    "sin",
+    "passport",
+    "licen",
+    "tax",
+    "tin",
+    "ein",
+    "aadhaar",
+    "bsn",
+    "personnummer",
+    "national",
+    "id card",
+)
+
+
+def _ids(text: str) -> Iterator[Span]:
+    for match in _ID_CONTEXT.finditer(text):
+        value = match["value"]
+        digits = re.sub(r"[ .\-]", "", value)
+        if sum(c.isdigit() for c in digits) < 5:
+            continue
+        if match["ssn"] or match["sin"]:
+            if len(digits) == 9 and digits.isdigit() and not digits.startswith(("000", "666")):
+                yield Span("us_ssn" if match["ssn"] else "ca_sin", *match.span("value"))
+        else:
+            yield Span("government_id", *match.span("value"))
+
+
+# --- XML and config files: <password>...</password>, <add key="Password" value="..."/>
+_XML = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w:.\-]{0,40}+)>(?P<sq>[^<\n]{1,200}+)</(?P=tag)>"
+    r"|<add[ \t]{1,3}key=\"(?P<tag2>[^\"\n]{1,60}+)\"[ \t]{1,3}value=\"(?P<dq>[^\"\n]{1,200}+)\""
+)
+
+
+def _xml(text: str) -> Iterator[Span]:
+    for match in _XML.finditer(text):
+        kind = _key_kind(match["tag"] or match["tag2"])
+        value, start, end, _ = _captured(match)
+        if kind == API_KEY and token_value_is_secret(value):
+            yield Span(API_KEY, start, end)
+        elif kind == PASSWORD and password_value_is_secret(value, quoted=True, env_key=False):
+            yield Span(PASSWORD, start, end)
+
+
+_ASSIGNMENT_ANCHORS = (
+    "pass",
+    "pwd",
+    "pw",
+    "secret",
+    "key",
+    "token",
+    "credential",
+    "sig",
+    "auth",
+    "session",
+)
+
+
+def context_spans(text: str, lowered: str) -> list[Span]:
+    """Every context-rule span in ``text`` (``lowered`` is its lower-cased copy)."""
+    found: list[Span] = []
+    runs: list[Iterable[Span]] = []
+    if any(a in lowered for a in ("aws", "amazon", "secret", "access")):
+        runs.append(_aws_secrets(text))
+    if any(a in lowered for a in _ASSIGNMENT_ANCHORS):
+        runs += [_assignments(text), _calls(text), _xml(text), _bearers(text)]
+    if any(a in lowered for a in _PROSE_ANCHORS):
+        runs.append(_prose(text))
+    if "://" in text:
+        runs.append(_urls(text))
+    if any(a in lowered for a in _COMMAND_ANCHORS):
+        runs.append(_commands(text))
+    if any(a in lowered for a in _ID_ANCHORS):
+        runs.append(_ids(text))
+    for run in runs:
+        found.extend(run)
+    return found
