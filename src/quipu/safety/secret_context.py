@@ -11,6 +11,7 @@ bounded distance, so the scan stays linear.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from quipu.safety.secret_values import (
     token_value_is_secret,
 )
 
-__all__ = ["Span", "context_spans"]
+__all__ = ["Span", "context_spans", "key_kind"]
 
 PASSWORD = "password_assignment"
 API_KEY = "generic_api_key"
@@ -46,8 +47,9 @@ _VALUE = (
 _PROSE_VALUE = _VALUE.replace("&|<>", "<>")
 _QUOTED = ("dq", "sq", "bq", "tq")
 
+# Matched where a key starts (found by walking back from its suffix, at most 60 chars).
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_\-.])(?P<key>[A-Za-z0-9_\-.]{1,60}+)(?:\\?[\"'`])?\]?"
+    r"(?P<key>[A-Za-z0-9_\-.]{1,120}+)(?:\\?[\"'`])?\]?"
     # an optional type annotation before "=": password: str = "...", password?: string = ...
     r"(?:[ \t]{0,3}\??:[ \t]{0,3}[A-Za-z_][\w.]{0,40}+(?:\[[\w., |\[\]]{0,60}+\])?"
     r"(?:[ \t]{0,3}\|[ \t]{0,3}[A-Za-z_][\w.]{0,40}+){0,3}(?=[ \t]{0,3}=[^=>]))?"
@@ -74,7 +76,9 @@ _NOT_SECRET_KEYS = ("nexttoken", "pagetoken", "continuationtoken", "csrftoken", 
 _ENV_KEY = re.compile(r"[A-Z][A-Z0-9_]*+")
 
 
-def _key_kind(key: str) -> str | None:
+def key_kind(key: str) -> str | None:
+    """The finding kind a value named ``key`` would have (``db_password`` -> a password,
+    ``STRIPE_API_KEY`` -> an API key), or None when the name is not a secret's."""
     plain = key.strip("\"'`$@:.-_")
     joined = re.sub(r"[_\-.]", "", plain.lower())
     if not joined or joined.endswith(_NOT_SECRET_KEYS):
@@ -107,11 +111,11 @@ def _trimmed(value: str, start: int, end: int) -> tuple[str, int, int]:
     return word, start, start + len(word)
 
 
-def _assignments(text: str) -> Iterator[Span]:
-    for match in _ASSIGNMENT.finditer(text):
-        kind = _key_kind(match["key"])
-        if kind is None:
-            continue
+def _assignments(text: str, matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
+        kind = key_kind(match["key"])
+        if kind is None or text.endswith("[REDACTED:", 0, match.start("key")):
+            continue  # not a secret's name, or the kind inside a scrubbed marker
         value, start, end, quoted = _captured(match)
         if not quoted:
             value, start, end = _trimmed(value, start, end)
@@ -120,26 +124,26 @@ def _assignments(text: str) -> Iterator[Span]:
             after = text[end : end + 3].lstrip(" \t")
             if after[:1] in ("(", "[", "+", "*", "/", "%", "?") or after.startswith(("||", "&&")):
                 continue  # an expression: password = pw + salt, secret = a or b
+        rest = text[end : end + 300]
         if kind == API_KEY:
-            secret = token_value_is_secret(value) or (
+            secret = token_value_is_secret(value, rest) or (
                 quoted
                 and password_value_is_secret(value, quoted=True, env_key=False)
                 and looks_random(value)
             )
         else:
             env_key = _ENV_KEY.fullmatch(match["key"].strip("\"'`$")) is not None
-            prose = match["op"] == ":" and not quoted and value.isalpha()
-            if prose and _followed_by_word(text, end):
-                continue  # "Password: must be 12 characters" reads as prose
-            secret = password_value_is_secret(
-                value, quoted=quoted, env_key=env_key, rest=text[end : end + 300]
-            )
+            word = value.strip("*_~")
+            prose = match["op"] == ":" and not quoted and word.isalpha()
+            if prose and (_followed_by_word(text, end) or word != value):
+                continue  # "Password: must be 12 characters", "secret: **dry brining**"
+            secret = password_value_is_secret(value, quoted=quoted, env_key=env_key, rest=rest)
         if secret:
             yield Span(kind, start, end)
 
 
-def _calls(text: str) -> Iterator[Span]:
-    for match in _CALL_VALUE.finditer(text):
+def _calls(matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
         value, start, end, _ = _captured(match)
         if password_value_is_secret(value, quoted=True, env_key=False):
             yield Span(PASSWORD, start, end)
@@ -165,9 +169,10 @@ _KEY_WORDS = (
     r"|client[ \t_\-]?secret|signing[ \t_\-]?key|webhook[ \t_\-]?secret|secret)"
 )
 _COPULA = (
-    r"(?:is[ \t]now[ \t]set[ \t]to|is[ \t]set[ \t]to|is[ \t]still|is[ \t]now|is|was|are|=|:|->"
+    r"(?:(?:is[ \t]now[ \t]set[ \t]to|is[ \t]set[ \t]to|is[ \t]still|is[ \t]now|is|was|are"
     r"|has[ \t]been[ \t](?:set|changed)[ \t]to|changed[ \t]to|became|will[ \t]be|should[ \t]be"
-    r"|remains|'s|es|est|ist|lautet|é|è|era|était|war|är|jest)"
+    r"|remains|'s|est|es|ist|lautet|era|était|war|är|jest|é|è)(?![A-Za-z])"
+    r"|(?P<op>=|:|->))"
 )
 _PROSE_KEY = re.compile(
     rf"(?<![A-Za-z0-9_])(?i:(?P<pw>{_PASSWORD_WORDS})|(?P<key>{_KEY_WORDS}))"
@@ -187,18 +192,17 @@ _PROSE_ANCHORS = (
 )
 
 
-def _prose(text: str) -> Iterator[Span]:
-    for match in (*_PROSE_KEY.finditer(text), *_SET_TO.finditer(text)):
+def _prose(text: str, matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
         value, start, end, quoted = _captured(match)
         if not quoted:
             value, start, end = _trimmed(value, start, end)
             if not value:
                 continue
+        rest = text[end : end + 300]
         is_key = "key" in match.re.groupindex and match["key"] is not None
         if is_key:
-            if token_value_is_secret(value) or (
-                len(value) >= 20 and looks_random(value) and not is_pointer(value)
-            ):
+            if token_value_is_secret(value, rest):
                 yield Span(API_KEY, start, end)
             continue
         word = match["pw"].lower() if "pw" in match.re.groupindex else ""
@@ -206,12 +210,16 @@ def _prose(text: str) -> Iterator[Span]:
             c.isdigit() for c in value
         ) < 4:
             continue  # "the pin was bent", "the door code is on the fridge"
-        if prose_password_is_secret(
-            value,
-            quoted=quoted,
-            followed_by_word=_followed_by_word(text, end),
-            rest=text[end : end + 300],
-        ):
+        if "op" in match.re.groupindex and match["op"] is not None:
+            # "Password: ..." and "password = ..." read as an assignment, not as a sentence
+            secret = password_value_is_secret(value, quoted=quoted, env_key=False, rest=rest)
+            if secret and not quoted and value.isalpha() and _followed_by_word(text, end):
+                secret = False
+        else:
+            secret = prose_password_is_secret(
+                value, quoted=quoted, followed_by_word=_followed_by_word(text, end), rest=rest
+            )
+        if secret:
             yield Span(PASSWORD, start, end)
 
 
@@ -279,22 +287,21 @@ def _unquote(value: str, start: int, end: int) -> tuple[str, int, int, bool]:
     return value, start, end, False
 
 
-def _commands(text: str) -> Iterator[Span]:
-    for pattern in _COMMANDS:
-        for match in pattern.finditer(text):
-            value, start, end, quoted = _unquote(match["value"], *match.span("value"))
-            if value and password_value_is_secret(value, quoted=quoted, env_key=True):
-                yield Span(PASSWORD, start, end)
+def _commands(matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
+        value, start, end, quoted = _unquote(match["value"], *match.span("value"))
+        if value and password_value_is_secret(value, quoted=quoted, env_key=True):
+            yield Span(PASSWORD, start, end)
 
 
-def _urls(text: str) -> Iterator[Span]:
-    for match in _URL_CREDENTIAL.finditer(text):
+def _urls(matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
         if password_value_is_secret(match["value"], quoted=True, env_key=True):
             yield Span(PASSWORD, *match.span("value"))
 
 
-def _bearers(text: str) -> Iterator[Span]:
-    for match in _BEARER.finditer(text):
+def _bearers(matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
         value = match["value"]
         shaped = looks_random(value) or (len(value) >= 20 and not is_placeholder(value))
         if shaped and not is_code_reference(value) and not is_pointer(value):
@@ -306,8 +313,8 @@ _FORTY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_CONTEXT = re.compile(r"aws|amazon|secret|access[ _\-]?key", re.IGNORECASE)
 
 
-def _aws_secrets(text: str) -> Iterator[Span]:
-    for match in _FORTY.finditer(text):
+def _aws_secrets(text: str, matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
         token = match[0]
         shaped = any(c.isupper() for c in token) and any(c.islower() for c in token)
         if not (shaped and (any(c.isdigit() for c in token) or "/" in token or "+" in token)):
@@ -342,8 +349,8 @@ _ID_ANCHORS = (
 )
 
 
-def _ids(text: str) -> Iterator[Span]:
-    for match in _ID_CONTEXT.finditer(text):
+def _ids(matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
         value = match["value"]
         digits = re.sub(r"[ .\-]", "", value)
         if sum(c.isdigit() for c in digits) < 5:
@@ -362,46 +369,172 @@ _XML = re.compile(
 )
 
 
-def _xml(text: str) -> Iterator[Span]:
-    for match in _XML.finditer(text):
-        kind = _key_kind(match["tag"] or match["tag2"])
+def _xml(text: str, matches: Iterable[re.Match[str]]) -> Iterator[Span]:
+    for match in matches:
+        kind = key_kind(match["tag"] or match["tag2"])
         value, start, end, _ = _captured(match)
-        if kind == API_KEY and token_value_is_secret(value):
+        if kind == API_KEY and token_value_is_secret(value, text[end : end + 300]):
             yield Span(API_KEY, start, end)
         elif kind == PASSWORD and password_value_is_secret(value, quoted=True, env_key=False):
             yield Span(PASSWORD, start, end)
 
 
-_ASSIGNMENT_ANCHORS = (
+# --- where each rule runs: words that must start (or end) what the rule matches
+_KEY_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
+_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+# Suffixes a secret-naming key ends with; looked up as substrings (``dbPassword``).
+_ASSIGNMENT_TRIGGERS = (
     "pass",
-    "pwd",
     "pw",
     "secret",
     "key",
     "token",
     "credential",
-    "sig",
-    "auth",
+    "signature",
     "session",
 )
+_CALL_TRIGGERS = ("password", "passwd", "secret", "apikey", "api_key", "token")
+# Whole words (lower-cased) that start what a rule matches; looked up in the word set first.
+_CALL_WORDS = frozenset({"identified", "convertto"})
+_PROSE_WORDS = frozenset(
+    {
+        *("password", "passwd", "passphrase", "passcode", "pass", "pin", "pwd", "wifi", "wi"),
+        *("door", "gate", "alarm", "garage", "safe", "lock", "entry", "building", "keypad"),
+        *("security", "contraseña", "contrasena", "clave", "mot", "mdp", "passwort", "kennwort"),
+        *("senha", "parola", "wachtwoord", "lösenord", "losenord", "hasło", "haslo", "api"),
+        *("apikey", "access", "secret", "private", "auth", "bearer", "refresh", "session"),
+        *("bot", "personal", "token", "client", "signing", "webhook"),
+    }
+)
+_SET_TO_WORDS = frozenset(
+    {
+        *("set", "change", "changed", "reset", "update", "updated", "use", "used", "try"),
+        *("tried", "enter", "entered", "type", "typed"),
+    }
+)
+_PASSWORD_WORDS_SET = frozenset(
+    {
+        *("password", "passwd", "passphrase", "passcode", "pass", "pin", "pwd", "code", "key"),
+        *("contraseña", "contrasena", "clave", "mdp", "passwort", "kennwort", "senha"),
+        *("parola", "wachtwoord", "lösenord", "losenord", "hasło", "haslo"),
+    }
+)
+_BEARER_WORDS = frozenset({"bearer", "authorization", "ssws"})
+_ID_WORDS = frozenset(
+    {
+        *("ssn", "social", "sin", "passport", "driver", "drivers", "tax", "tin", "ein"),
+        *("aadhaar", "bsn", "personnummer", "national", "id"),
+    }
+)
+_AWS_TRIGGERS = ("aws", "amazon", "secret", "access")
+_COMMAND_WORDS: tuple[frozenset[str], ...] = (
+    frozenset({"mysql", "mariadb", "mysqldump", "mysqladmin", "mysqlimport", "mysqlsh"}),
+    frozenset({"sshpass"}),
+    frozenset({"redis", "docker", "podman", "mongo", "mongosh", "sqlcmd", "helm"}),
+    frozenset(),  # --password=...: found by "--"
+    frozenset({"curl"}),
+    frozenset({"htpasswd"}),
+    frozenset({"machine"}),
+    frozenset({"echo"}),
+)
+_TOKEN = re.compile(r"[^\W_]++")
+
+
+def _occurrences(lowered: str, triggers: Iterable[str], *, word_start: bool) -> Iterator[int]:
+    """Positions of each trigger in ``lowered``; with ``word_start``, only at a word start."""
+    for trigger in triggers:
+        at = lowered.find(trigger)
+        while at >= 0:
+            if not word_start or at == 0 or lowered[at - 1] not in _WORD_CHARS:
+                yield at
+            at = lowered.find(trigger, at + 1)
+
+
+def _back_to(text: str, at: int, chars: frozenset[str], limit: int = 60) -> int:
+    """The start of the run of ``chars`` that ends at ``at`` (at most ``limit`` back)."""
+    floor = max(0, at - limit)
+    while at > floor and text[at - 1] in chars:
+        at -= 1
+    return at
+
+
+def _matched(
+    pattern: re.Pattern[str], text: str, starts: Iterable[int], reach: int
+) -> Iterator[re.Match[str]]:
+    """``pattern`` matched at each start (once per position), reading ``reach`` chars on."""
+    size = len(text)
+    for start in sorted(set(starts)):
+        match = pattern.match(text, start, min(size, start + reach))
+        if match is not None:
+            yield match
+
+
+def _searched(
+    pattern: re.Pattern[str], text: str, windows: Iterable[tuple[int, int]]
+) -> Iterator[re.Match[str]]:
+    """Matches of ``pattern`` inside each window, the windows merged first."""
+    merged: list[list[int]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in merged:
+        # read on past the window so a match is never cut short by it
+        for match in pattern.finditer(text, start, min(len(text), end + 256)):
+            if match.start() >= end:
+                break
+            yield match
+
+
+def _at_words(lowered: str, words: Iterable[str]) -> list[int]:
+    return list(_occurrences(lowered, words, word_start=True))
 
 
 def context_spans(text: str, lowered: str) -> list[Span]:
-    """Every context-rule span in ``text`` (``lowered`` is its lower-cased copy)."""
+    """Every context-rule span in ``text``; ``lowered`` is ``text`` lower-cased position for
+    position. Each rule is tried only where its trigger words are."""
+    size = len(text)
     found: list[Span] = []
-    runs: list[Iterable[Span]] = []
-    if any(a in lowered for a in ("aws", "amazon", "secret", "access")):
-        runs.append(_aws_secrets(text))
-    if any(a in lowered for a in _ASSIGNMENT_ANCHORS):
-        runs += [_assignments(text), _calls(text), _xml(text), _bearers(text)]
-    if any(a in lowered for a in _PROSE_ANCHORS):
-        runs.append(_prose(text))
-    if "://" in text:
-        runs.append(_urls(text))
-    if any(a in lowered for a in _COMMAND_ANCHORS):
-        runs.append(_commands(text))
-    if any(a in lowered for a in _ID_ANCHORS):
-        runs.append(_ids(text))
-    for run in runs:
-        found.extend(run)
+    words = set(_TOKEN.findall(lowered))
+    aws = list(_occurrences(lowered, _AWS_TRIGGERS, word_start=False))
+    if aws:
+        hits = _searched(_FORTY, text, ((at, min(size, at + 140)) for at in aws))
+        found += _aws_secrets(text, hits)
+    key_ends = list(_occurrences(lowered, _ASSIGNMENT_TRIGGERS, word_start=False))
+    if key_ends:
+        keys = [_back_to(text, at, _KEY_CHARS) for at in key_ends]
+        found += _assignments(text, _matched(_ASSIGNMENT, text, keys, 420))
+        calls = [
+            _back_to(text, at, _WORD_CHARS)
+            for at in _occurrences(lowered, _CALL_TRIGGERS, word_start=False)
+        ]
+        found += _calls(_matched(_CALL_VALUE, text, calls, 300))
+        if "</" in lowered or "<add" in lowered:
+            found += _xml(text, _XML.finditer(text))
+    if present := words & _CALL_WORDS:
+        found += _calls(_matched(_CALL_VALUE, text, _at_words(lowered, present), 300))
+    if present := words & _BEARER_WORDS:
+        found += _bearers(_matched(_BEARER, text, _at_words(lowered, present), 400))
+    if present := words & _PROSE_WORDS:
+        matches = list(_matched(_PROSE_KEY, text, _at_words(lowered, present), 420))
+        if (verbs := words & _SET_TO_WORDS) and words & _PASSWORD_WORDS_SET:
+            matches += _matched(_SET_TO, text, _at_words(lowered, verbs), 420)
+        found += _prose(text, matches)
+    if "://" in lowered:
+        urls = (
+            (max(0, at - 22), min(size, at + 320))
+            for at in _occurrences(lowered, ("://",), word_start=False)
+        )
+        found += _urls(_searched(_URL_CREDENTIAL, text, urls))
+    for pattern, command_words in zip(_COMMANDS, _COMMAND_WORDS, strict=True):
+        if not command_words:
+            starts = list(_occurrences(lowered, ("--",), word_start=False))
+        elif present := words & command_words:
+            starts = _at_words(lowered, present)
+        else:
+            continue
+        found += _commands(_matched(pattern, text, starts, 400))
+    if present := words & _ID_WORDS:
+        found += _ids(_matched(_ID_CONTEXT, text, _at_words(lowered, present), 80))
     return found

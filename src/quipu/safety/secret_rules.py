@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["TOKEN_RULES", "TokenRule", "luhn_card"]
+__all__ = ["TOKEN_RULES", "TokenRule", "luhn_card", "token_spans"]
 
 _B = r"(?<![A-Za-z0-9_\-])"  # not inside a longer token
 _B64 = r"A-Za-z0-9+/"
@@ -29,10 +29,12 @@ Spans = Callable[[re.Match[str]], list[tuple[int, int]]]
 class TokenRule:
     """One token shape.
 
-    ``anchors``: literal pieces one of which every match holds; a lower-case anchor is looked
-    up in the lower-cased text, any other in the text as is; none means always run.
-    ``check`` vets a match; ``spans`` picks the secret spans out of a match itself (cards,
-    IBANs); a ``value`` group, when the pattern has one, is the span reported.
+    A rule runs only where it can match. ``anchors`` are lower-case literal pieces every
+    match holds: the rule runs inside each run of 16+ non-space characters whose lower-cased
+    text holds one (``reach`` lets a match run on past the run, for multi-line PEM bodies).
+    A rule without anchors has a ``trigger`` pattern instead and runs in a ``window`` after
+    each trigger match (0: the trigger match itself). ``check`` vets a match; ``spans`` picks
+    the secret spans out of a match (cards, IBANs); a ``value`` group is the span reported.
     """
 
     kind: str
@@ -40,23 +42,24 @@ class TokenRule:
     pattern: re.Pattern[str]
     check: Callable[[str], bool] | None = None
     spans: Spans | None = None
+    reach: int = 0
+    trigger: re.Pattern[str] | None = None
+    window: int = 0
 
-    def present(self, text: str, lowered: str) -> bool:
-        if not self.anchors:
-            return True
-        return any(a in (lowered if a.islower() else text) for a in self.anchors)
-
-    def findings(self, text: str) -> list[tuple[int, int]]:
-        found: list[tuple[int, int]] = []
+    def spans_in(self, text: str, start: int, end: int, first_before: int) -> set[tuple[int, int]]:
+        """Findings of matches in ``text[start:end]`` that start before ``first_before``."""
+        found: set[tuple[int, int]] = set()
         has_value = "value" in self.pattern.groupindex
-        for match in self.pattern.finditer(text):
+        for match in self.pattern.finditer(text, start, end):
+            if match.start() >= first_before:
+                break
             if self.spans is not None:
-                found += self.spans(match)
+                found.update(self.spans(match))
             elif has_value:
                 if self.check is None or self.check(match["value"]):
-                    found.append(match.span("value"))
+                    found.add(match.span("value"))
             elif self.check is None or self.check(match[0]):
-                found.append(match.span())
+                found.add(match.span())
         return found
 
 
@@ -66,9 +69,28 @@ def _rule(
     pattern: str,
     check: Callable[[str], bool] | None = None,
     spans: Spans | None = None,
+    reach: int = 0,
 ) -> TokenRule:
     names = (anchors,) if isinstance(anchors, str) else anchors
-    return TokenRule(kind, names, re.compile(pattern), check, spans)
+    lowered = tuple(dict.fromkeys(a.lower() for a in names))
+    return TokenRule(kind, lowered, re.compile(pattern), check, spans, reach)
+
+
+# Where anchorless rules run: digit chains (cards, SSNs); two capitals then digits (IBANs,
+# National Insurance numbers).
+_NUMBER_CHAIN = re.compile(r"[0-9][0-9 \-\r\n\t]{10,}+")
+_LETTERS_DIGITS = re.compile(r"[A-Z]{2} ?[0-9]{2}")
+
+
+def _triggered(
+    kind: str,
+    trigger: str | re.Pattern[str],
+    window: int,
+    pattern: str,
+    spans: Spans | None = None,
+) -> TokenRule:
+    compiled = trigger if isinstance(trigger, re.Pattern) else re.compile(trigger)
+    return TokenRule(kind, (), re.compile(pattern), spans=spans, trigger=compiled, window=window)
 
 
 def _mixed(token: str) -> bool:
@@ -106,7 +128,11 @@ def luhn_card(candidate: str) -> bool:
     digits = "".join(groups)
     if not (13 <= len(digits) <= 19 and digits[0] in "23456" and len(set(digits)) > 1):
         return False
-    if "\n" not in candidate and len(groups) > 1:
+    if "\n" in candidate:
+        # a card wrapped over lines: groups of four or more digits, a line break between
+        if any(len(g) < 4 for g in groups[:-1]) or len(groups) > 5:
+            return False
+    elif len(groups) > 1:
         sizes = [len(g) for g in groups]
         layout = (
             all(s == 4 for s in sizes[:-1]) and 1 <= sizes[-1] <= 4 and len(sizes) >= 4
@@ -307,7 +333,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         "discord_bot_token",
         ".",
         r"(?<![A-Za-z0-9_\-.])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6,7}\.[A-Za-z0-9_\-]{27,40}"
-        r"(?![A-Za-z0-9_\-.])",
+        r"(?![A-Za-z0-9_\-]|\.[A-Za-z0-9])",
         _mixed,
     ),
     _rule(
@@ -332,8 +358,9 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     # --- payments and commerce
     _rule(
         "stripe_key",
-        ("sk_", "rk_", "pk_", "whsec_"),
-        _B + r"(?:(?:sk|rk|pk)_(?:live|test|prod)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9+/=]{24,}+)",
+        ("sk_", "rk_", "whsec_"),
+        # publishable keys (pk_) are public by design and are not refused
+        _B + r"(?:(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9+/=]{24,}+)",
     ),
     _rule(
         "shopify_token",
@@ -418,6 +445,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         rf"(?<![{_B64}])(?:MII[{_B64}]{{2}}[AQgw]IBA[AD]|MIG[{_B64}]AgEA|MHcCAQEE|MIGkAgEBBD"
         rf"|MC4CAQAwBQYDK2Vw|b3BlbnNzaC1rZXktdjE)[{_B64}]{{36,}}+"
         rf"(?:[ \t]{{0,4}}\\?n?(?:\r?\n)?[ \t]{{0,4}}[{_B64}]{{16,}}+)*+={{0,2}}",
+        reach=64_000,
     ),
     _rule(
         "private_key",
@@ -425,37 +453,89 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         rf"(?<![{_B64}])LS0tLS1CRUdJTi[{_B64}]{{40,}}+={{0,2}}",
         _pem_in_base64,
     ),
-    _rule(
+    _triggered(
         "private_key",
         "Private-Lines:",
+        64_000,
         r"Private-Lines:[ \t]*[0-9]{1,3}[ \t]*\r?\n"
         rf"(?:[ \t]*[{_B64}]{{16,}}+={{0,2}}[ \t]*\r?\n?)++",
     ),
     # --- payment cards and government ids
-    _rule(
+    _triggered(
         "payment_card",
-        (),
+        _NUMBER_CHAIN,
+        0,
         r"(?<![0-9A-Za-z.,\-])[0-9]{1,19}+(?:(?:[ \-]|[ \t]{0,2}\r?\n[ \t]{0,8})[0-9]{1,19}+)"
         r"{0,6}+(?![0-9]|[.,\-][0-9])",
         spans=_card_spans,
     ),
-    _rule(
+    _triggered(
         "us_ssn",
-        (),
+        _NUMBER_CHAIN,
+        0,
         r"(?<![0-9A-Za-z\-])(?!000|666|9)[0-9]{3}(?P<sep>[\- ])(?!00)[0-9]{2}(?P=sep)"
         r"(?!0000)[0-9]{4}(?![0-9A-Za-z]|[\- ][0-9])",
     ),
-    _rule(
+    _triggered(
         "uk_nino",
-        (),
+        _LETTERS_DIGITS,
+        48,
         r"(?<![A-Za-z0-9])(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
         r"(?: ?[0-9]{2}){3} ?[A-D](?![A-Za-z0-9])",
     ),
-    _rule(
+    _triggered(
         "iban",
-        (),
+        _LETTERS_DIGITS,
+        48,
         r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}"
         r"(?:[A-Z0-9]{11,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?)(?![A-Za-z0-9])",
         spans=_iban_spans,
     ),
 )
+
+_RUN = re.compile(r"\S{16,}+")
+_ANCHORED = tuple(rule for rule in TOKEN_RULES if rule.anchors)
+_ANCHORS = tuple(dict.fromkeys(a for rule in _ANCHORED for a in rule.anchors))
+_RULES_BY_ANCHOR = {a: tuple(r for r in _ANCHORED if a in r.anchors) for a in _ANCHORS}
+_BY_TRIGGER: dict[re.Pattern[str], tuple[TokenRule, ...]] = {}
+for _r in TOKEN_RULES:
+    if _r.trigger is not None:
+        _BY_TRIGGER[_r.trigger] = (*_BY_TRIGGER.get(_r.trigger, ()), _r)
+
+
+def token_spans(text: str, lowered: str) -> list[tuple[str, int, int]]:
+    """``(kind, start, end)`` of every token-shape match in ``text``.
+
+    ``lowered`` is ``text`` lower-cased position for position.
+    """
+    found: set[tuple[str, int, int]] = set()
+    for run in _RUN.finditer(text):
+        start, end = run.span()
+        piece = lowered[start:end]
+        present = {r for a in _ANCHORS if a in piece for r in _RULES_BY_ANCHOR[a]}
+        for rule in present:
+            if not rule.reach:
+                found.update((rule.kind, s, e) for s, e in rule.spans_in(text, start, end, end))
+                continue
+            # a match may run past the run (a PEM body over several lines): try it only
+            # where an anchor starts, so a miss never scans the text after the run
+            stop = min(len(text), end + rule.reach)
+            for anchor in rule.anchors:
+                at = piece.find(anchor)  # lower-case anchors are lower-case in ``piece``
+                while at >= 0:
+                    found.update(
+                        (rule.kind, s, e)
+                        for s, e in rule.spans_in(text, start + at, stop, start + at + 1)
+                    )
+                    at = piece.find(anchor, at + 1)
+    for trigger, rules in _BY_TRIGGER.items():
+        for hit in trigger.finditer(text):
+            for rule in rules:
+                # matches start inside the window; reading on past it keeps the lookaheads
+                # that end each pattern honest (an end of window is not an end of text)
+                stop = hit.start() + (rule.window or hit.end() + 2 - hit.start())
+                end = min(len(text), stop + 64)
+                found.update(
+                    (rule.kind, s, e) for s, e in rule.spans_in(text, hit.start(), end, stop)
+                )
+    return sorted(found, key=lambda f: (f[1], -f[2]))

@@ -44,6 +44,7 @@ _PLACEHOLDER_WORDS = frozenset(
     mail email login auth access refresh bearer jwt session cookie csrf hash hashed salt
     salted encrypted random generated strong correct wrong invalid valid bad good other
     another second first one two confirm confirmation current repeat verify verification
+    temporary temp
     word django flask rails laravel spring insecure unsafe do use in production prod only for
     to be keep it safe never guess will you can cant own goes must should is of and or
     signing sign signature webhook hook shared master system sys pat personal app
@@ -75,7 +76,7 @@ _CAMEL = re.compile(r"[a-z]++(?:[A-Z][a-z]++)++[0-9]{0,2}")
 _PASCAL = re.compile(r"(?:[A-Z][a-z]++)++[?!]?")
 _WORD = re.compile(r"[A-Za-z]++")
 _WORDS_WITH_HYPHENS = re.compile(r"[a-z]++(?:-[a-z]++)++")
-_SEGMENTS = re.compile(r"[^\-_.:/+= ,;@|~]++")
+_SEGMENTS = re.compile(r"[^\-_.:/+= ,;@|~()\[\]{}<>'\"]++")
 _MESSAGE_WORDS = frozenset(
     _words(
         """
@@ -136,16 +137,28 @@ def is_placeholder(value: str) -> bool:
     return _segments_into_words(letters)
 
 
+_FILE = re.compile(
+    r"(?:[A-Za-z]:\\|[\w.\-]*[/\\])?[\w.\-\\/]*\.(?:json|pem|key|p12|pfx|txt|ya?ml|env|ini|cfg"
+    r"|conf|toml|crt|cer|der|jks|keystore|gpg|asc|age|enc)",
+    re.IGNORECASE,
+)
+
+
 def is_pointer(value: str) -> bool:
-    """Template variables, env var names, vault paths and redaction markers."""
+    """Template variables, env var names, file and vault paths and redaction markers."""
     lowered = value.lower()
     return (
-        lowered.startswith(_POINTER_PREFIXES)
+        _FILE.fullmatch(value) is not None
+        or "[redacted:" in lowered  # already scrubbed
+        or lowered.startswith(_POINTER_PREFIXES)
         or _ENV_NAME.fullmatch(value) is not None
         or lowered.endswith(("_here", "-here", ">", "}}", "}"))
     )
 
 
+# Go slices and references, Rust borrows, SQL bind parameters and Ruby symbols, YAML tags,
+# parenthesised expressions: []byte(...), &str, &Config{...}, :password, !vault, (a or b)
+_CODE_SIGIL = re.compile(r"\[\]|&(?:mut[ \t])?[A-Za-z_]|:[a-z_][a-z0-9_]*$|![A-Za-z]+$|\(")
 _CLOSERS = {"(": ")", "[": "]", "<": ">", "{": "}"}
 
 
@@ -155,6 +168,8 @@ def is_code_reference(value: str, rest: str = "") -> bool:
     A call must close its bracket within the value or the ``rest`` of the text after it
     (``Pa55(word`` is a password, ``db.Column(db.String(120), nullable=False)`` a call).
     """
+    if _CODE_SIGIL.match(value):
+        return True
     call = _CALL.match(value)
     if call is not None:
         closer = _CLOSERS[value[call.end() - 1]]
@@ -199,11 +214,11 @@ def looks_random(value: str) -> bool:
     return any(_segment_random(s) for s in _SEGMENTS.findall(value))
 
 
-def token_value_is_secret(value: str) -> bool:
+def token_value_is_secret(value: str, rest: str = "") -> bool:
     """An API key, token or client secret value: long, generated-looking, not a pointer."""
     if len(value) < 12 or " " in value.strip():
         return False
-    if is_pointer(value) or is_code_reference(value) or is_placeholder(value):
+    if is_pointer(value) or is_code_reference(value, rest) or is_placeholder(value):
         return False
     return looks_random(value)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from quipu.errors import SecretDetected
 from quipu.safety.normalize import fold
 from quipu.safety.secret_context import context_spans
-from quipu.safety.secret_rules import TOKEN_RULES
+from quipu.safety.secret_rules import token_spans
 
 __all__ = ["SecretFinding", "find_secrets", "scrub_secrets", "secret_error"]
 
@@ -64,9 +64,7 @@ def _private_key_findings(text: str) -> list[SecretFinding]:
 
 def _specific_findings(text: str, lowered: str) -> list[SecretFinding]:
     found = _private_key_findings(text) if "private key" in lowered else []
-    for rule in TOKEN_RULES:
-        if rule.present(text, lowered):
-            found += [SecretFinding(rule.kind, s, e) for s, e in rule.findings(text)]
+    found += [SecretFinding(kind, s, e) for kind, s, e in token_spans(text, lowered)]
     return found
 
 
@@ -83,6 +81,8 @@ def _merge(
     overlaps replaces them (``password=ab!sk-...`` is one password), and one that runs into
     a finding keeps its head up to that finding, so no part of the value stays visible.
     """
+    if not candidates:
+        return chosen
     starts = [f.start for f in chosen]
     ends = [f.end for f in chosen]
     dropped: set[int] = set()
@@ -174,7 +174,10 @@ def scrub_secrets(text: str) -> tuple[str, list[SecretFinding]]:
 
 def secret_error(findings: Sequence[SecretFinding]) -> SecretDetected:
     """The 422 ``secret_detected`` error for ``findings``; it never carries the secret."""
-    spans = ", ".join(f"{f.kind} at {f.start}-{f.end}" for f in findings)
+    spans = ", ".join(
+        f"{f.kind} at {field + ':' if (field := getattr(f, 'field', '')) else ''}{f.start}-{f.end}"
+        for f in findings
+    )
     message = (
         f"The text looks like it holds a secret{': ' + spans if spans else ''}. "
         "Store a pointer to it instead, such as a vault path or an env var name."
@@ -182,8 +185,7 @@ def secret_error(findings: Sequence[SecretFinding]) -> SecretDetected:
     listed: list[dict[str, object]] = []
     for f in findings:
         entry: dict[str, object] = {"kind": f.kind, "start": f.start, "end": f.end}
-        field = getattr(f, "field", None)
-        if field is not None:
+        if field := getattr(f, "field", ""):
             entry["field"] = field
         listed.append(entry)
     return SecretDetected(message, details={"findings": listed})
