@@ -146,6 +146,8 @@ def luhn_card(candidate: str) -> bool:
 
 def _card_spans(match: re.Match[str]) -> list[tuple[int, int]]:
     """The card inside a run of digit groups: the whole run, else its longest card slice."""
+    if sum(c.isdigit() for c in match[0]) < 13:
+        return []
     groups = [(m.start(), m.end()) for m in re.finditer(r"[0-9]+", match[0])]
     base = match.start()
     for size in range(len(groups), 0, -1):
