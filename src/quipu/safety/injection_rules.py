@@ -81,12 +81,13 @@ def spaced_runs(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, letters)`` of each spelled-out run."""
     runs: list[tuple[int, int, str]] = []
     for match in _SPACED.finditer(text):
-        letters = "".join(c for c in match[0] if c.isalpha()).lower()
-        end = match.end()
-        if end < len(text) and text[end].isalpha():
-            letters = letters[:-1]  # the last letter starts an ordinary word
-        if len(letters) >= 4:
-            runs.append((match.start(), end, letters))
+        body = match[0]
+        at = [i for i, c in enumerate(body) if c.isalpha()]
+        if match.end() < len(text) and text[match.end()].isalpha():
+            at.pop()  # the last letter starts an ordinary word
+        if len(at) >= 4:
+            letters = "".join(body[i] for i in at).lower()
+            runs.append((match.start(), match.start() + at[-1] + 1, letters))
     return runs
 
 
