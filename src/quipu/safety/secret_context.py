@@ -211,7 +211,10 @@ def _prose(text: str, matches: Iterable[re.Match[str]]) -> Iterator[Span]:
         ) < 4:
             continue  # "the pin was bent", "the door code is on the fridge"
         if "op" in match.re.groupindex and match["op"] is not None:
-            # "Password: ..." and "password = ..." read as an assignment, not as a sentence
+            # "Password: ..." and "password = ..." read as an assignment, not as a sentence;
+            # "password: SomeType = ..." is an annotation, its value is the assignment's
+            if match["op"] == ":" and re.match(r"[ \t]*=(?!=)", rest):
+                continue
             secret = password_value_is_secret(value, quoted=quoted, env_key=False, rest=rest)
             if secret and not quoted and value.isalpha() and _followed_by_word(text, end):
                 secret = False
@@ -221,6 +224,67 @@ def _prose(text: str, matches: Iterable[re.Match[str]]) -> Iterator[Span]:
             )
         if secret:
             yield Span(PASSWORD, start, end)
+
+
+# --- weaker contexts, held to stronger values: "password tRuMpEt-42-oboe" (no verb),
+# "Pl4net!Express is my password" (value first), "storage key <40+ random characters>"
+_PASSWORD_BARE = re.compile(
+    r"(?i:password|passwd|passphrase|pwd)[ \t]{1,3}(?P<bare>[^\s\"'`]{6,100}+)"
+)
+_VALUE_FIRST = re.compile(
+    r"(?<![^\s\"'(])(?P<bare>[^\s\"']{4,60}+)[ \t]{1,3}(?:is|was)[ \t]{1,3}(?:my|our|his|her|their)"
+    r"(?:[ \t]{1,3}[a-z\-]{1,20}+){0,3}?[ \t]{1,3}(?:password|passcode|passphrase|pin)\b",
+    re.IGNORECASE,
+)
+_LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{32,}+={0,2}")
+_NAMED_TOKEN_WORDS = ("key", "secret", "token", "password", "credential")
+_NEXT_WORDS = re.compile(r"\S*+(?:[ \t]++\S++){0,3}")
+
+
+def _in_marker(lowered: str, at: int) -> bool:
+    """Whether ``at`` is inside a ``[REDACTED:kind]`` marker left by scrubbing."""
+    opened = lowered.rfind("[redacted:", max(0, at - 40), at)
+    return opened >= 0 and "]" not in lowered[opened:at]
+
+
+def _strong(value: str) -> bool:
+    """Letters and digits, and a symbol or both cases: a generated or chosen password."""
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    symbol = any(not c.isalnum() for c in value)
+    return letters and digits and (symbol or mixed)
+
+
+def _weak_contexts(text: str, lowered: str) -> Iterator[Span]:
+    starts = _at_words(lowered, ("password", "passwd", "passphrase", "pwd"))
+    for match in _matched(_PASSWORD_BARE, text, starts, 120):
+        value, start, end = _trimmed(match["bare"], *match.span("bare"))
+        rest = text[end : end + 300]
+        if _strong(value) and not is_code_reference(value, rest) and not is_pointer(value):
+            yield Span(PASSWORD, start, end)
+    for at in _occurrences(lowered, ("password", "passcode", "passphrase", "pin"), word_start=True):
+        for match in _searched(_VALUE_FIRST, text, [(max(0, at - 110), at)]):
+            value, start, end = match["bare"], *match.span("bare")
+            if prose_password_is_secret(value, quoted=False, followed_by_word=False):
+                yield Span(PASSWORD, start, end)
+    for at in _occurrences(lowered, _NAMED_TOKEN_WORDS, word_start=False):
+        if "public" in lowered[max(0, at - 12) : at] or _in_marker(lowered, at):
+            continue
+        # the key word's own word and the three after it, on its line: counted in words,
+        # not characters, so scrubbing a value before the token does not pull it closer
+        words = _NEXT_WORDS.match(text, at)
+        stop = words.end() if words else at
+        for match in _LONG_TOKEN.finditer(text, at, stop):
+            token = match[0]
+            if token.startswith(("AAAA", "pk_", "sha1-", "sha256-", "sha384-", "sha512-")):
+                continue
+            if (
+                _strong(token)
+                and any(c.isupper() for c in token)
+                and any(c.islower() for c in token)
+            ):
+                yield Span(API_KEY, *match.span())
 
 
 # --- URLs, headers, command lines
@@ -445,7 +509,8 @@ def _occurrences(lowered: str, triggers: Iterable[str], *, word_start: bool) -> 
     for trigger in triggers:
         at = lowered.find(trigger)
         while at >= 0:
-            if not word_start or at == 0 or lowered[at - 1] not in _WORD_CHARS:
+            starts_word = at == 0 or not (lowered[at - 1].isalnum() or lowered[at - 1] == "_")
+            if (not word_start or starts_word) and not _in_marker(lowered, at):
                 yield at
             at = lowered.find(trigger, at + 1)
 
@@ -535,6 +600,7 @@ def context_spans(text: str, lowered: str) -> list[Span]:
         else:
             continue
         found += _commands(_matched(pattern, text, starts, 400))
+    found += _weak_contexts(text, lowered)
     if present := words & _ID_WORDS:
         found += _ids(_matched(_ID_CONTEXT, text, _at_words(lowered, present), 80))
     return found
