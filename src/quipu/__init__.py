@@ -4,7 +4,6 @@
 model; ``quipu serve`` runs the same service over HTTP.
 """
 
-from quipu.client import Quipu, open
 from quipu.core.query import Filters, Hit, Page, RecallResult
 from quipu.core.records import (
     Kind,
@@ -18,6 +17,7 @@ from quipu.core.records import (
     Trust,
     WriteResult,
 )
+from quipu.embedded import Quipu, open
 from quipu.errors import (
     Conflict,
     EmbeddingUnavailable,
@@ -31,8 +31,7 @@ from quipu.errors import (
 )
 from quipu.remote import Client
 from quipu.settings import Settings
-
-__version__ = "0.1.0"
+from quipu.version import __version__
 
 __all__ = [
     "Client",

@@ -41,7 +41,7 @@ from quipu.errors import (
 )
 
 if TYPE_CHECKING:
-    from quipu.client import Quipu
+    from quipu.embedded import Quipu
 
 Instant = datetime | str
 T = TypeVar("T")

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from quipu.core.limits import Limits
 from quipu.core.query import Filters
 from quipu.core.records import Principal, Role, ScopeRef, Status
 from quipu.core.scopes import resolve_scope
 from quipu.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound
+from quipu.memories import MemoryService
 from quipu.retrieval.expansion import neighbours
-from quipu.service import Limits, MemoryService
 
 NOW = datetime.now(UTC)
 

@@ -9,12 +9,13 @@ import pytest
 
 from quipu.composition import build_runtime, load_settings
 from quipu.core.jobs import JobStatus, NewJob
+from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role, Source
 from quipu.errors import InvalidInput, LimitExceeded
 from quipu.extraction.deterministic import DeterministicExtractor
 from quipu.jobs.queue import JobQueue, Lease, LeaseLost
 from quipu.jobs.worker import Periodic, Retryable, Worker
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.sessions import SessionConfig, SessionService
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)

@@ -10,8 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from quipu.composition import load_settings, local_principal
+from quipu.core.limits import Limits
 from quipu.core.records import Principal
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver
@@ -132,7 +133,7 @@ def test_api_002_openapi_and_health(client: TestClient) -> None:
 
 
 def test_session_001_http_turns_promote_and_jobs(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
-    from quipu.composition import build_server
+    from quipu.surfaces.http.server import build_server
 
     settings = load_settings({"database": str(tmp_path / "s.db")}, environ={})
     app, runtime = build_server(settings, local_embedder)

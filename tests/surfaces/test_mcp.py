@@ -25,10 +25,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from quipu.core.limits import Limits
 from quipu.core.records import Kind, Principal, Role, Scope
 from quipu.embeddings.local import LocalEmbedder
 from quipu.errors import Unauthorized
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.mcp import (
     LOOPBACK_HOSTS,
@@ -429,7 +430,8 @@ def test_api_003_session_tools_through_quipu_serve(
     tmp_path: Path, local_embedder: LocalEmbedder
 ) -> None:
     """session_append, session_history and memory_promote on the app `quipu serve` runs."""
-    from quipu.composition import build_server, load_settings
+    from quipu.composition import load_settings
+    from quipu.surfaces.http.server import build_server
 
     settings = load_settings({"database": str(tmp_path / "srv.db")}, environ={})
     app, runtime = build_server(settings, local_embedder)

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, settings
 from schemathesis import checks
 
 from quipu.composition import load_settings, local_principal
+from quipu.core.limits import Limits
 from quipu.embeddings.local import LocalEmbedder
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver

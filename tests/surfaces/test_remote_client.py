@@ -20,6 +20,7 @@ from fastapi import Request
 
 import quipu
 from quipu.composition import load_settings, local_principal
+from quipu.core.limits import Limits
 from quipu.core.query import Hit, Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, Role, WriteResult
 from quipu.embeddings.local import LocalEmbedder
@@ -34,8 +35,8 @@ from quipu.errors import (
     Unauthorized,
     Unavailable,
 )
+from quipu.memories import MemoryService
 from quipu.remote import Client, MemoryClient, error_from_response, memory_from_dict
-from quipu.service import Limits, MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from quipu.client import Quipu
 from quipu.core.records import (
     Kind,
     MemoryVersion,
@@ -37,6 +36,7 @@ from quipu.core.records import (
 )
 from quipu.core.scopes import resolve_scope
 from quipu.core.text import content_hash
+from quipu.embedded import Quipu
 from quipu.embeddings.base import Embedder
 from quipu.evals.metrics import percentile
 

@@ -42,7 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from quipu.client import Quipu
+from quipu.embedded import Quipu
 from quipu.embeddings.base import Embedder
 from quipu.evals.datasets import DatasetFormatError
 from quipu.evals.ingest import IngestStats, ranking_settings, remember_turn

@@ -9,7 +9,7 @@ from quipu.extraction.base import Extractor
 from quipu.jobs.promotion import Promoter, PromotionConfig, sweep
 from quipu.jobs.queue import JobQueue, Lease
 from quipu.jobs.worker import Handler, Periodic, Worker
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.sessions import PROMOTE
 from quipu.settings import Settings
 

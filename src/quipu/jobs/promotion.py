@@ -18,8 +18,8 @@ from quipu.errors import LimitExceeded, QuipuError
 from quipu.extraction.base import Extractor, Turn
 from quipu.jobs.queue import Lease
 from quipu.jobs.worker import Retryable
+from quipu.memories import MemoryService
 from quipu.safety import scrub_secrets
-from quipu.service import MemoryService
 
 #: Cosine similarity at which a new promoted memory replaces an earlier promoted one.
 NEAR_DUPLICATE = 0.90

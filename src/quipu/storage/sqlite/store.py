@@ -16,14 +16,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from quipu.core.auth import version_audit
 from quipu.core.lifecycle import LIVE
-from quipu.core.query import Candidate, Cursor, Filters, Page
+from quipu.core.query import Cursor, Filters, Page
 from quipu.core.records import (
     MemoryVersion,
     Relation,
@@ -37,12 +37,12 @@ from quipu.core.text import fold
 from quipu.core.versions import UNSET, Change, check_expected, import_order, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound
 from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
-from quipu.retrieval.expansion import query_keys
-from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
+from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
-from quipu.storage.sqlite.scope_index import Row, ScopeIndex
+from quipu.storage.sqlite.scope_index import ScopeIndex
+from quipu.storage.sqlite.search import ScopeSearch, now_micros
 from quipu.storage.sqlite.work import WorkTables
 from quipu.storage.timecodec import FOREVER, from_micros_opt, to_micros, to_micros_opt
 
@@ -53,7 +53,7 @@ _CHUNK = 500
 _LOG_KEPT = 1024
 
 
-class SQLiteStore(ControlTables, WorkTables):
+class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(
@@ -473,128 +473,6 @@ class SQLiteStore(ControlTables, WorkTables):
                 if index.generation == generations[ref] - 1:
                     index.generation = generations[ref]
 
-    # -- cache upkeep ------------------------------------------------------------------------
-    def _cache_add(
-        self,
-        ref: ScopeRef,
-        generation: int,
-        key: int,
-        memory: MemoryVersion,
-        previous_key: int | None,
-        vector: Vector | None,
-        terms: list[str],
-    ) -> None:
-        with self._index_lock:
-            index = self._indexes.get(ref)
-        if index is None:
-            return
-        with index.lock:
-            if index.generation != generation - 1:
-                return  # another process wrote in between: the next read replays the log
-            _add_version(index, key, memory, previous_key, vector, terms)
-            index.generation = generation
-
-    def _cache_retire(self, ref: ScopeRef, key: int, end: datetime | None) -> None:
-        with self._index_lock:
-            index = self._indexes.get(ref)
-        if index is not None:
-            index.retire(key, to_micros_opt(end))
-
-    def _index(self, ref: ScopeRef) -> ScopeIndex:
-        pin = self.embedding_pin()
-        conn = self._reader()
-        row = conn.execute(
-            "SELECT generation FROM scope_state WHERE tenant_id = ? AND scope = ? AND owner = ?",
-            (ref.tenant_id, ref.scope.value, ref.owner),
-        ).fetchone()
-        generation = int(row[0]) if row else 0
-        with self._index_lock:
-            index = self._indexes.get(ref)
-            if (
-                index is not None
-                and index.generation < generation
-                and not self._catch_up(conn, ref, pin, index, generation)
-            ):
-                index = None
-            if index is not None:
-                self._indexes.move_to_end(ref)
-                return index
-            index = self._build(conn, ref, pin, generation)
-            self.rebuilds += 1
-            self._indexes[ref] = index
-            self._evict()
-            return index
-
-    def _catch_up(
-        self,
-        conn: sqlite3.Connection,
-        ref: ScopeRef,
-        pin: EmbeddingPin | None,
-        index: ScopeIndex,
-        generation: int,
-    ) -> bool:
-        """Replay what other processes wrote to this scope since ``index`` was current
-        (``scope_log``), as this process's own writes would have applied it. False when the
-        log does not cover every generation since (pruned, or a bulk import): reload instead."""
-        params = (ref.tenant_id, ref.scope.value, ref.owner)
-        entries = conn.execute(
-            "SELECT generation, added, retired FROM scope_log WHERE tenant_id = ? AND scope = ?"
-            " AND owner = ? AND generation > ? ORDER BY generation",
-            (*params, index.generation),
-        ).fetchall()
-        steps = [int(e[0]) for e in entries]
-        if steps != list(range(index.generation + 1, index.generation + 1 + len(steps))):
-            return False
-        if not steps or steps[-1] < generation:
-            return False
-        keys = [int(e[1]) for e in entries] + [int(e[2]) for e in entries if e[2] is not None]
-        marks = ",".join("?" * len(keys))
-        rows = {
-            int(r[0]): r
-            for r in conn.execute(
-                f"SELECT key, valid_to, terms, CASE WHEN embedding_model = ? THEN vector END"
-                f" FROM memory_versions WHERE key IN ({marks})",
-                (pin.model_id if pin else "", *keys),
-            )
-        }
-        added = self.load([int(e[1]) for e in entries])
-        if any(k not in rows for k in keys) or any(int(e[1]) not in added for e in entries):
-            return False
-        with index.lock:
-            for _, key, retired in entries:
-                memory = added[int(key)]
-                if retired is not None:
-                    index.retire(int(retired), rows[int(retired)][1])
-                _, _, terms, blob = rows[int(key)]
-                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
-                previous = None if retired is None else int(retired)
-                _add_version(index, int(key), memory, previous, vector, (terms or "").split())
-            index.generation = steps[-1]
-        self.catch_ups += 1
-        return True
-
-    def _build(
-        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None, generation: int
-    ) -> ScopeIndex:
-        """Load a scope into a fresh index; columns in ``scope_index.BULK_COLUMNS`` order."""
-        rows = conn.execute(
-            "SELECT key, id, is_current, status, valid_at, valid_to, observed_at, kind, source,"
-            " confidence, project, terms, json_extract(provenance, '$.session_id'),"
-            " CASE WHEN embedding_model = ? THEN vector END"
-            " FROM memory_versions"
-            " WHERE tenant_id = ? AND scope = ? AND owner = ? ORDER BY key",
-            (pin.model_id if pin else "", ref.tenant_id, ref.scope.value, ref.owner),
-        ).fetchall()
-        index = ScopeIndex(pin.dimension if pin else 0, generation)
-        index.bulk_load(rows)
-        return index
-
-    def _evict(self) -> None:
-        total = sum(len(i) for i in self._indexes.values())
-        while total > self._cache_rows and len(self._indexes) > 1:
-            _, dropped = self._indexes.popitem(last=False)
-            total -= len(dropped)
-
     # -- reads -------------------------------------------------------------------------------
     def locate(self, tenant_id: str, memory_id: str) -> ScopeRef | None:
         row = (
@@ -650,24 +528,6 @@ class SQLiteStore(ControlTables, WorkTables):
             next_cursor = Cursor(str(to_micros(last.recorded_at)), last.id).encode()
         return Page(items, next_cursor)
 
-    def vector_candidates(
-        self, ref: ScopeRef, vector: Vector, filters: Filters, limit: int
-    ) -> tuple[list[Candidate], SearchInfo]:
-        index = self._index(ref)
-        found, scanned = index.search(vector, filters, limit, _now_micros())
-        return found, SearchInfo("exact-numpy", scanned)
-
-    def text_candidates(
-        self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0
-    ) -> tuple[list[Candidate], SearchInfo]:
-        index = self._index(ref)
-        keys = query_keys(query, expansion)
-        found, scanned = index.search_text(keys, filters, limit, _now_micros())
-        return found, SearchInfo("bm25-scope", scanned)
-
-    def key_frequencies(self, ref: ScopeRef, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
-        return self._index(ref).key_frequencies(keys)  # the postings BM25 reads
-
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str
     ) -> list[tuple[int, str]]:
@@ -704,22 +564,6 @@ class SQLiteStore(ControlTables, WorkTables):
                 out[int(r["key"])] = to_record(r)
         return out
 
-    def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
-        return self._index(ref).sessions_of(keys)  # held in memory with the scope
-
-    def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
-        index = self._index(ref)  # the scope's vectors are in memory already
-        out: dict[int, Vector] = {}
-        for key in keys:
-            vector = index.vector_of(key)
-            if vector is not None:
-                out[key] = vector
-        return out
-
-    def similarities(self, ref: ScopeRef, keys: Sequence[int], vector: Vector) -> dict[int, float]:
-        query = np.ascontiguousarray(vector, dtype=np.float32)
-        return self._index(ref).similarities(keys, query)
-
     def maintain(self) -> dict[str, list[str]]:
         """Nothing to build: the scope index is exact and lives in memory."""
         return {}
@@ -749,49 +593,11 @@ class SQLiteStore(ControlTables, WorkTables):
             conn.close()
 
 
-def _add_version(
-    index: ScopeIndex,
-    key: int,
-    memory: MemoryVersion,
-    previous_key: int | None,
-    vector: Vector | None,
-    terms: list[str],
-) -> None:
-    """Add a written version to ``index`` (this process's write, or one replayed from
-    ``scope_log``); a version given no vector keeps the one of the version it replaces."""
-    if vector is None and previous_key is not None:
-        vector = index.vector_of(previous_key)
-    index.add(_row(key, memory, memory.invalid_at, terms), vector)
-
-
-def _row(key: int, m: MemoryVersion, end: datetime | None, terms: list[str]) -> Row:
-    return Row(
-        key=key,
-        family=m.id,
-        version=m.version,
-        is_current=m.is_current,
-        status=m.status,
-        valid_at=to_micros(m.valid_at),
-        valid_to=to_micros_opt(end),
-        observed_at=to_micros_opt(m.observed_at),
-        kind=m.kind,
-        source=m.source,
-        confidence=m.confidence,
-        project=m.project,
-        terms=terms,
-        session=m.provenance.session_id,
-    )
-
-
-def _now_micros() -> int:
-    return to_micros(datetime.now(UTC))
-
-
 def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
     where = ["tenant_id = ?", "scope = ?", "owner = ?"]
     params: list[object] = [ref.tenant_id, ref.scope.value, ref.owner]
     if f.as_of is None:
-        now = _now_micros()
+        now = now_micros()
         statuses = [s.value for s in f.statuses]
         where += [
             "is_current = 1",

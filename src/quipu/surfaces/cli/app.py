@@ -18,7 +18,7 @@ from rich.table import Table
 
 from quipu.composition import build_service, local_principal
 from quipu.errors import QuipuError
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.settings import Settings
 from quipu.surfaces.cli import access, bench, jobs
 from quipu.surfaces.cli import eval as eval_cli
@@ -92,7 +92,8 @@ def serve(
     """Run the HTTP API (OpenAPI docs at /docs) on the configured store."""
     import uvicorn
 
-    from quipu.composition import build_server, hand_to_workers, serve_settings
+    from quipu.composition import hand_to_workers, serve_settings
+    from quipu.surfaces.http.server import WORKER_FACTORY, build_server
 
     settings = serve_settings(
         _settings(db, config, host=host, port=port, auth=auth, workers=workers)
@@ -123,12 +124,13 @@ def serve(
         )
     if processes_count > 1:
         # The store is open and migrated; each worker process builds its own server from the
-        # same settings (composition.server_from_environment).
+        # same settings (surfaces.http.server.app_from_environment).
         from quipu.surfaces.http.workers import run_workers
 
         runtime.close()
+        hand_to_workers(settings)
         run_workers(
-            hand_to_workers(settings),
+            WORKER_FACTORY,
             workers=processes_count,
             host=settings.host,
             port=settings.port,

@@ -6,14 +6,14 @@ from __future__ import annotations
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from quipu import __version__
 from quipu.auth.access import Access
-from quipu.composition import Runtime
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
+from quipu.runtime import Runtime
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
 from quipu.surfaces.http.routers import admin, health, memories, recall, sessions
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
+from quipu.version import __version__
 
 
 def create_app(

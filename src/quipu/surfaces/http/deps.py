@@ -9,7 +9,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from quipu.core.records import Principal
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from quipu.core.records import Principal
 from quipu.errors import LimitExceeded, QuipuError, Unauthorized
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.sessions import SessionService
 from quipu.surfaces.http.errors import envelope
 from quipu.surfaces.mcp.server import create_mcp_server

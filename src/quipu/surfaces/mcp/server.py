@@ -21,12 +21,12 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from quipu import __version__
 from quipu.core.records import MemoryVersion, Principal
 from quipu.errors import LimitExceeded, QuipuError
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.sessions import SessionService
 from quipu.surfaces.mcp import descriptions as d
+from quipu.version import __version__
 
 #: Resolves the principal of one tool call from its MCP request context.
 PrincipalForRequest = Callable[[Context], Principal]

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from quipu.auth.access import Access
 from quipu.core.records import Principal
 from quipu.errors import NotFound
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.schemas import Body
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from quipu.core.records import Principal
 from quipu.errors import InvalidInput
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.schemas import PatchBody, RememberBody, SupersedeBody
 

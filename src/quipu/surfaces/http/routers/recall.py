@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from quipu.core.records import Principal
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.schemas import RecallBody
 

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from quipu.composition import Runtime
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
 from quipu.core.records import Principal, Role
 from quipu.errors import Forbidden, NotFound
+from quipu.runtime import Runtime
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.schemas import Body
 

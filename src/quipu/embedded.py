@@ -12,19 +12,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from quipu.composition import (
-    Runtime,
-    build_runtime,
-    build_service,
-    load_settings,
-    local_principal,
-)
+from quipu.composition import build_runtime, build_service, load_settings, local_principal
 from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.embeddings.base import Embedder
 from quipu.extraction.base import Extractor
+from quipu.runtime import Runtime
 from quipu.storage.base import Vector
 
 
