@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from quipu.auth.access import Access
 from quipu.core.records import Principal, Role
+from quipu.core.urls import database_kind, mask_credentials
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
@@ -33,6 +34,9 @@ from quipu.storage.base import Store
 
 ENV_PREFIX = "QUIPU_"
 CONFIG_ENV = "QUIPU_CONFIG"
+#: The API key or run token the CLI sends when ``database`` is a server URL (never a setting:
+#: a credential is not configuration, and settings are printed).
+API_KEY_ENV = "QUIPU_API_KEY"
 #: How `quipu serve --workers N` hands its resolved settings to each worker process (JSON).
 SERVE_SETTINGS_ENV = "QUIPU_SERVE_SETTINGS_JSON"
 
@@ -90,7 +94,17 @@ def is_postgres_url(database: str) -> bool:
     return database.startswith(("postgresql://", "postgres://"))
 
 
+def server_key(environ: Mapping[str, str] | None = None) -> str | None:
+    """The key in :data:`API_KEY_ENV`, or None when it is unset or empty."""
+    return (os.environ if environ is None else environ).get(API_KEY_ENV) or None
+
+
 def build_store(settings: Settings) -> Store:
+    if database_kind(settings.database) == "server":  # issue 20 defect 15: never a folder
+        raise ConfigurationError(
+            f"database {mask_credentials(settings.database)} is a Quipu server, not a store: "
+            "reach it with quipu.Client(url, key) or the CLI's memory verbs"
+        )
     # -- backend choice (issue 4): a PostgreSQL URL -> PostgresStore, anything else is a file --
     if is_postgres_url(settings.database):
         from quipu.storage.postgres.store import PostgresStore
