@@ -91,7 +91,10 @@ def test_api_005_url_schemes_are_written_in_lower_case() -> None:
         ("postgresql://quipu:p@ss/w@rd@db/quipu", "postgresql://quipu:***@db/quipu"),
         ("postgres://ghp_token123@db/q", "postgres://***@db/q"),
         ("postgresql://db/quipu?password=hunter2&sslmode=require", None),
-        ("host=db dbname=quipu password=hunter2 user=q", "host=db dbname=quipu password=*** user=q"),
+        (
+            "host=db dbname=quipu password=hunter2 user=q",
+            "host=db dbname=quipu password=*** user=q",
+        ),
         ("host=db password='hunter 2' user=q", "host=db password=*** user=q"),
         ("http://bob:hunter2@llm.internal/v1", "http://bob:***@llm.internal/v1"),
         ("https://api.example/v1?api_key=hunter2", "https://api.example/v1?api_key=***"),
