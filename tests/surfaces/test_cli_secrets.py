@@ -122,6 +122,7 @@ def test_ops_001_tokens_mint_key_flag_still_works_with_a_warning(
         (("--key-stdin", "--key", "x"), None, "x\n", "not both"),
         (("--key-stdin",), None, "two words\n", "not an API key"),
         (("--key-stdin",), None, "nul\x00byte\n", "not an API key"),
+        (("--key-stdin",), None, "k" * 3_000_000, "not an API key"),
         ((), "caf\u00e9", None, "not an API key"),
         ((), "lone\udcffsurrogate", None, "not an API key"),
     ],

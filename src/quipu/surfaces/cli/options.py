@@ -107,7 +107,9 @@ def key_or_exit(flag: str | None, from_stdin: bool) -> str:
         if flag is not None and from_stdin:
             raise ConfigurationError("give the key with --key or with --key-stdin, not both")
         if from_stdin:
-            raw = getpass.getpass("key: ") if sys.stdin.isatty() else sys.stdin.readline()
+            # one bounded line: a stream without a newline is not read to its end
+            reader = sys.stdin.readline
+            raw = getpass.getpass("key: ") if sys.stdin.isatty() else reader(MAX_KEY_CHARS + 1)
             key = checked_key(raw, "standard input")
         elif flag is not None:
             err.print(
