@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from quipu.core.urls import MASK, check_text, database_kind, mask_credentials, normalise_database
+from quipu.core.urls import MASK, check_text, mask_credentials
 
 
 class Secret:
@@ -263,12 +263,6 @@ class Settings(BaseModel):
         if isinstance(value, str):
             check_text(value)
         return value
-
-    @field_validator("database")
-    @classmethod
-    def _database(cls, value: str) -> str:
-        database_kind(value)
-        return normalise_database(value)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

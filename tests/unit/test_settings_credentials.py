@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from quipu.composition import load_settings
-from quipu.core.urls import database_kind, mask_credentials
+from quipu.composition import database_kind, load_settings
+from quipu.core.urls import mask_credentials
 from quipu.errors import ConfigurationError
 from quipu.settings import Settings, is_secret
 
@@ -61,7 +61,7 @@ def test_api_005_database_kinds(value: str, kind: str) -> None:
 def test_api_005_database_values_that_name_nothing_are_refused(value: str, says: str) -> None:
     """Issue 20 defect 15: a value that is neither a path nor a known URL is refused, never
     taken for a file under a folder named after its scheme."""
-    with pytest.raises(ValueError, match=says):
+    with pytest.raises(ConfigurationError, match=says):
         database_kind(value)
     with pytest.raises(ConfigurationError, match="database"):
         load_settings({"database": value}, environ={})
@@ -79,9 +79,11 @@ def test_api_005_refusals_never_echo_a_password() -> None:
     assert "hunter2" not in str(caught.value)
 
 
-def test_api_005_url_schemes_are_written_in_lower_case() -> None:
-    settings = load_settings({"database": "POSTGRESQL://u@h/db"}, environ={})
-    assert settings.database == "postgresql://u@h/db"
+def test_api_005_a_postgresql_scheme_must_be_lower_case() -> None:
+    """libpq reads only ``postgresql://`` and ``postgres://``: an upper-case scheme would be a
+    file name to the SQLite store, so it is refused."""
+    with pytest.raises(ConfigurationError, match="write postgresql://"):
+        load_settings({"database": "POSTGRESQL://u@h/db"}, environ={})
 
 
 @pytest.mark.parametrize(

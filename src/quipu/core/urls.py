@@ -1,34 +1,23 @@
-"""What a ``database`` value names, and credentials masked out of URLs and DSNs (API-5, OPS-1).
+"""URLs in settings, as text (API-5, OPS-1; issue 20 defect 15). Pure functions, no I/O.
 
-Pure functions, no I/O. A ``database`` value is one of three things:
-
-- a file path (the embedded SQLite store);
-- a ``postgresql://`` (or ``postgres://``) URL (the PostgreSQL store);
-- an ``http://`` or ``https://`` URL: a Quipu server, which the CLI's memory verbs talk to
-  with ``quipu.Client``; no store can be opened on it.
-
-Anything else that starts like a URL (``ftp://…``, ``http:/x``, ``localhost:8750``) is refused,
-never taken for a file name: a file whose name holds a colon is written ``./name:with:colons``.
-
-:func:`mask_credentials` hides the secret parts of any text by their shape, whatever setting
-holds it: a URL's userinfo (``user:***@`` or ``***@``) and a password, token or key in a
-URL's query or a libpq keyword DSN (``password=***``).
+- :func:`url_scheme`: whether a value starts like a URL, and with which scheme; a path
+  (including a Windows drive, ``C:\\…``) has none. Which schemes name a store is the
+  composition root's business (``composition.database_kind``).
+- :func:`check_server_url`: an ``http(s)://`` URL a client can be pointed at.
+- :func:`mask_credentials`: the secret parts of any text hidden by their shape, whatever
+  setting holds it: a URL's userinfo (``user:***@`` or ``***@``) and a password, token or key
+  in a URL's query or a libpq keyword DSN (``password=***``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
 from urllib.parse import urlsplit
-
-DatabaseKind = Literal["file", "postgres", "server"]
 
 MASK = "***"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
-_POSTGRES = ("postgresql", "postgres")
-_SERVER = ("http", "https")
 #: ``scheme://`` then the authority up to the first whitespace, ``?`` or ``#``: the userinfo is
 #: everything before its last ``@``. A path holding ``@`` is masked too (safe side).
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s?#]*)@")
@@ -40,43 +29,21 @@ _PARAM = re.compile(
 )
 
 
-def database_kind(value: str) -> DatabaseKind:
-    """Which store (or server) ``value`` names; ``ValueError`` saying why when it is none.
-
-    The message never repeats a credential: the value is shown through
-    :func:`mask_credentials`."""
-    check_text(value)
-    if not value.strip():
-        raise ValueError("is empty")
+def url_scheme(value: str) -> str | None:
+    """The scheme, in lower case, of a value that starts like a URL (``name:``); None for a
+    path, including a Windows drive letter (``C:\\…``)."""
     match = _SCHEME.match(value)
     if match is None or _DRIVE.match(value):
-        return "file"
-    scheme = match.group(1).lower()
-    rest = value[match.end() :]
+        return None
+    return match.group(1).lower()
+
+
+def check_server_url(value: str) -> None:
+    """``ValueError`` unless ``value`` is an ``http(s)://HOST[:PORT][/PATH]`` URL without
+    credentials, query, fragment, spaces or control characters. The message shows the value
+    through :func:`mask_credentials`."""
     shown = mask_credentials(value)
-    if scheme in _POSTGRES:
-        if not rest.startswith("//"):
-            raise ValueError(f"{shown!r} is not a PostgreSQL URL: write postgresql://HOST/DB")
-        return "postgres"
-    if scheme in _SERVER:
-        _check_server_url(value, rest, shown)
-        return "server"
-    raise ValueError(
-        f"{shown!r}: the scheme {scheme}: names neither a file path nor a postgresql:// or "
-        "http(s):// URL (a file whose name holds a colon is written ./NAME)"
-    )
-
-
-def normalise_database(value: str) -> str:
-    """``value`` with a URL scheme in lower case (``POSTGRESQL://`` -> ``postgresql://``)."""
-    match = _SCHEME.match(value)
-    if match is None or _DRIVE.match(value):
-        return value
-    return match.group(1).lower() + value[match.end() - 1 :]
-
-
-def _check_server_url(value: str, rest: str, shown: str) -> None:
-    if not rest.startswith("//"):
+    if url_scheme(value) not in ("http", "https") or not value.split(":", 1)[1].startswith("//"):
         raise ValueError(f"{shown!r} is not a server URL: write http://HOST:PORT")
     if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in value):
         raise ValueError(f"{shown!r} holds a space or control character")

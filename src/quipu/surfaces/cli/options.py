@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 
-from quipu.composition import API_KEY_ENV, load_settings, server_key
-from quipu.core.urls import database_kind, mask_credentials
+from quipu.composition import API_KEY_ENV, database_kind, load_settings, server_key
+from quipu.core.urls import mask_credentials
 from quipu.errors import ConfigurationError, QuipuError
 from quipu.settings import Settings, is_secret
 

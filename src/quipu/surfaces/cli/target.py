@@ -10,8 +10,13 @@ Both clients have one interface (:class:`quipu.remote.MemoryClient`), so a verb 
 from __future__ import annotations
 
 from quipu import Client, Quipu
-from quipu.composition import API_KEY_ENV, build_runtime, build_service, local_principal
-from quipu.core.urls import database_kind
+from quipu.composition import (
+    API_KEY_ENV,
+    build_runtime,
+    build_service,
+    database_kind,
+    local_principal,
+)
 from quipu.errors import QuipuError, Unauthorized
 from quipu.remote import MemoryClient
 from quipu.settings import Settings
