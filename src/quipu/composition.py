@@ -11,13 +11,14 @@ import tomllib
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from quipu.auth.access import Access
 from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
+from quipu.core.urls import check_server_url, check_text, mask_credentials, url_scheme
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
@@ -31,6 +32,9 @@ from quipu.storage.base import Store
 
 ENV_PREFIX = "QUIPU_"
 CONFIG_ENV = "QUIPU_CONFIG"
+#: The API key or run token the CLI sends when ``database`` is a server URL (never a setting:
+#: a credential is not configuration, and settings are printed).
+API_KEY_ENV = "QUIPU_API_KEY"
 #: How `quipu serve --workers N` hands its resolved settings to each worker process (JSON).
 SERVE_SETTINGS_ENV = "QUIPU_SERVE_SETTINGS_JSON"
 
@@ -61,12 +65,14 @@ def load_settings(
     if unknown:
         raise ConfigurationError(f"unknown setting(s): {', '.join(unknown)}")
     try:
-        return Settings(**values)
+        settings = Settings(**values)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigurationError(f"invalid settings: {problems}") from None
+    database_kind(settings.database)  # a value that names neither a store nor a server stops here
+    return settings
 
 
 def _parse_env(name: str, raw: str, annotation: Any) -> Any:
@@ -88,7 +94,49 @@ def is_postgres_url(database: str) -> bool:
     return database.startswith(("postgresql://", "postgres://"))
 
 
+DatabaseKind = Literal["file", "postgres", "server"]
+
+
+def database_kind(database: str) -> DatabaseKind:
+    """What a ``database`` value names: a SQLite file path, a PostgreSQL URL, or the
+    ``http(s)://`` URL of a Quipu server (the CLI's memory verbs talk to one; no store opens on
+    it). Anything else that starts like a URL (``ftp://…``, ``http:/x``, ``localhost:8750``),
+    an empty value, NUL or a lone surrogate is a ConfigurationError, never a file name (issue
+    20 defect 15); a file whose name holds a colon is written ``./name:with:colons``."""
+    try:
+        check_text(database)
+        if not database.strip():
+            raise ValueError("is empty")
+        scheme = url_scheme(database)
+        if scheme is None:
+            return "file"
+        if is_postgres_url(database):
+            return "postgres"
+        shown = mask_credentials(database)
+        if scheme in ("postgresql", "postgres"):
+            raise ValueError(f"{shown!r} is not a PostgreSQL URL: write postgresql://HOST/DB")
+        if scheme in ("http", "https"):
+            check_server_url(database)
+            return "server"
+        raise ValueError(
+            f"{shown!r}: the scheme {scheme}: names neither a file path nor a postgresql:// or "
+            "http(s):// URL (a file whose name holds a colon is written ./NAME)"
+        )
+    except ValueError as exc:
+        raise ConfigurationError(f"invalid settings: database: {exc}") from None
+
+
+def server_key(environ: Mapping[str, str] | None = None) -> str | None:
+    """The key in :data:`API_KEY_ENV`, or None when it is unset or empty."""
+    return (os.environ if environ is None else environ).get(API_KEY_ENV) or None
+
+
 def build_store(settings: Settings) -> Store:
+    if database_kind(settings.database) == "server":  # issue 20 defect 15: never a folder
+        raise ConfigurationError(
+            f"database {mask_credentials(settings.database)} is a Quipu server, not a store: "
+            "reach it with quipu.Client(url, key) or the CLI's memory verbs"
+        )
     # -- backend choice (issue 4): a PostgreSQL URL -> PostgresStore, anything else is a file --
     if is_postgres_url(settings.database):
         from quipu.storage.postgres.store import PostgresStore

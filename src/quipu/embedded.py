@@ -18,8 +18,10 @@ from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.embeddings.base import Embedder
+from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.runtime import Runtime
+from quipu.settings import Settings
 from quipu.storage.base import Vector
 
 
@@ -122,16 +124,37 @@ class Quipu:
 def open(
     path: str | Path,
     *,
-    embedder: Embedder | None = None,
-    extractor: Extractor | None = None,
+    embedder: Embedder | str | None = None,
+    extractor: Extractor | str | None = None,
     **settings: Any,
 ) -> Quipu:
-    """Open (creating if needed) a memory file. ``settings`` override any Settings field;
-    ``embedder`` / ``extractor`` replace the configured ones (e.g. one shared model). A job
-    worker thread runs promotion, sweeps and pruning unless ``worker_embedded=False``."""
-    resolved = load_settings({**settings, "database": str(path)}, environ={})
-    service = build_service(resolved, embedder)
-    runtime = build_runtime(resolved, service, extractor=extractor)
+    """Open (creating if needed) a memory file. Every keyword is a setting of
+    :class:`~quipu.Settings` (``embedder="none"``, ``extractor="model"`` with
+    ``extractor_base_url`` and ``extractor_model``, ...); the environment is not read.
+    ``embedder`` and ``extractor`` may instead be a ready :class:`Embedder` or
+    :class:`Extractor`, used as is (e.g. one model shared by several stores). A job worker
+    thread runs promotion, sweeps and pruning unless ``worker_embedded=False``."""
+    overrides: dict[str, Any] = {**settings, "database": str(path)}
+    parts: dict[str, Any] = {}
+    # One place decides what each parameter is (issue 20 defect 15): a value of the setting's
+    # own type is a settings override; an instance replaces what that setting would build.
+    given: tuple[tuple[str, object, type], ...] = (
+        ("embedder", embedder, Embedder),
+        ("extractor", extractor, Extractor),
+    )
+    for name, value, part in given:
+        if isinstance(value, part):
+            parts[name] = value
+        elif value is None or isinstance(value, str):
+            overrides[name] = value
+        else:
+            raise ConfigurationError(
+                f"{name} must be a setting value such as {Settings.help()[name]['default']!r} "
+                f"or an {part.__name__}, not {type(value).__name__}"
+            )
+    resolved = load_settings(overrides, environ={})
+    service = build_service(resolved, parts.get("embedder"))
+    runtime = build_runtime(resolved, service, extractor=parts.get("extractor"))
     if resolved.worker_embedded:
         runtime.worker.start()
     return Quipu(runtime, local_principal(resolved))
