@@ -20,7 +20,8 @@ from quipu.core.query import Filters
 from quipu.core.records import Kind, Principal, ScopeRef, Source, Status
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.errors import InvalidInput, NotFound
-from quipu.safety import find_secrets, secret_error
+from quipu.safety import looks_like_injection
+from quipu.storage.admission import admit, free_text
 from quipu.storage.base import Store
 
 
@@ -65,7 +66,7 @@ class Guard:
     def admit_write(self, principal: Principal) -> None:
         """Take a write token from the principal's rate bucket (MEM-5); 429 when empty."""
         if self.limiter is not None:
-            self.limiter.take(principal.key_id)
+            self.limiter.take(principal.rate_key)
 
     def filters(
         self,
@@ -109,24 +110,18 @@ class Guard:
             high=self.limits.max_page,
         )
 
-    def refuse_secrets(
-        self,
-        body: str,
-        tags: tuple[str, ...],
-        aliases: tuple[str, ...],
-        metadata: dict[str, Any],
-    ) -> None:
-        """SAFE-1 on every field a caller writes; the error names kind and span, not the value."""
-        fields: list[tuple[str, str]] = [("text", body)]
-        fields += [("tags", t) for t in tags] + [("aliases", a) for a in aliases]
-        if metadata:
-            fields.append(("metadata", _flatten(metadata)))
-        for name, value in fields:
-            findings = find_secrets(value)
-            if findings:
-                error = secret_error(findings)
-                error.details["field"] = name
-                raise error
+    def screen(self, record: object) -> None:
+        """SAFE-1 and the stored-string rules on every field of ``record`` (a version or a
+        change), before any embedding is spent on it; the store checks again when it writes
+        (:mod:`quipu.storage.admission`). The error names the field's path and, for a secret,
+        its kind and span, never the value."""
+        admit(record)
+
+    def injected(self, record: object) -> bool:
+        """Whether any free-text field of ``record`` — text, quote, reason, tags, aliases,
+        metadata keys and values — looks like a prompt injection (SAFE-2): such a write is
+        stored ``quarantined``, out of every read path until a reviewer releases it."""
+        return any(looks_like_injection(value) for _, value in free_text(record))
 
     def audit(
         self,
@@ -156,24 +151,18 @@ class Guard:
 
 
 def reason(value: object) -> str | None:
-    """A change's free-text reason: at most 1,000 characters, no NUL."""
+    """A change's free-text reason: at most 1,000 characters, valid Unicode, no NUL; NFC."""
     if value is None:
         return None
-    if not isinstance(value, str) or len(value) > 1000 or "\x00" in value:
+    if not isinstance(value, str) or len(value) > 1000:
         raise InvalidInput(
-            "reason must be a string of at most 1000 characters", code="invalid_reason"
+            "reason must be a string of at most 1000 characters",
+            code="invalid_reason",
+            details={"field": "reason"},
         )
-    return value
+    return validate.clean_string(value, "reason")
 
 
 def not_found(memory_id: str) -> NotFound:
     """The one 404 for a missing and a foreign id alike (SCOPE-7)."""
     return NotFound(f"no memory {memory_id}", details={"id": memory_id})
-
-
-def _flatten(value: Any) -> str:
-    if isinstance(value, dict):
-        return "\n".join(f"{k}={_flatten(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return "\n".join(_flatten(v) for v in value)
-    return str(value)

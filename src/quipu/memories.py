@@ -33,16 +33,15 @@ from quipu.core.records import (
     Trust,
     WriteResult,
 )
-from quipu.core.scopes import check_write, parse_scope, resolve_scope
+from quipu.core.scopes import check_write, is_reviewer, parse_scope, resolve_scope
 from quipu.core.text import content_hash, embedding_key, fold
 from quipu.core.versions import Change
 from quipu.embeddings.base import Embedder
-from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput
+from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, QuipuError
 from quipu.guard import Guard, not_found
 from quipu.guard import reason as _reason
 from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
 from quipu.retrieval.rerank import CrossEncoder
-from quipu.safety import looks_like_injection
 from quipu.storage.base import EmbeddingPin, Store, Vector
 
 _UNVERIFIED_SOURCES = frozenset({Source.EXTRACTED, Source.HARVESTED})
@@ -117,7 +116,6 @@ class MemoryService:
         tags_v = validate.labels(tags, field="tags", max_count=lim.max_tags)
         aliases_v = validate.labels(aliases, field="aliases", max_count=lim.max_aliases)
         meta_v = validate.metadata(metadata, max_bytes=lim.max_metadata_bytes)
-        self.guard.refuse_secrets(body, tags_v, aliases_v, meta_v)
         now = self._clock()
         valid = validate.instant(valid_at, field="valid_at") or now
         invalid = validate.instant(invalid_at, field="invalid_at")
@@ -134,11 +132,10 @@ class MemoryService:
             session_id=validate.optional_id(session_id, field="session_id"),
             run_id=validate.optional_id(run_id, field="run_id"),
             agent_id=principal.agent_id,
-            model=validate.optional_id(model, field="model"),
-            prompt_version=validate.optional_id(prompt_version, field="prompt_version"),
+            model=validate.optional_name(model, field="model"),
+            prompt_version=validate.optional_name(prompt_version, field="prompt_version"),
             quote=quote_v,
         )
-        status = Status.QUARANTINED if looks_like_injection(body) else Status.ACTIVE
         memory = MemoryVersion(
             id=uuid.uuid4().hex,
             version=1,
@@ -148,7 +145,7 @@ class MemoryService:
             project=validate.optional_id(project, field="project"),
             text=body,
             kind=validate.enum(Kind, kind, field="kind"),
-            status=status,
+            status=Status.ACTIVE,
             confidence=validate.confidence(confidence),
             source=source_v,
             trust=Trust.UNVERIFIED if source_v in _UNVERIFIED_SOURCES else Trust.VERIFIED,
@@ -165,6 +162,9 @@ class MemoryService:
             relation=Relation.CREATED,
             actor=principal.key_id,
         )
+        self.guard.screen(memory)  # before any embedding is spent (or a secret sent out)
+        if self.guard.injected(memory):
+            memory = replace(memory, status=Status.QUARANTINED)
         existing = self._live_duplicate(ref, memory)
         if existing is not None:
             return WriteResult(existing, created=False)
@@ -192,17 +192,20 @@ class MemoryService:
     ) -> MemoryVersion:
         """Write a new version with new text (MEM-4, LIFE-2)."""
         body = validate.text(text, max_bytes=self.limits.max_text_bytes)
-        self.guard.refuse_secrets(body, (), (), {})
-        ref = self.guard.authorise(principal, memory_id, scope, write=True)
-        self.guard.admit_write(principal)
-        vector = self._embed_for_write(ref.tenant_id, body)
         change = Change(
             actor=principal.key_id,
             relation=Relation.REVISES,
             reason=_reason(reason),
             text=body,
             valid_at=validate.instant(valid_at, field="valid_at"),
-            status=Status.QUARANTINED if looks_like_injection(body) else None,
+        )
+        self.guard.screen(change)  # before any embedding is spent (or a secret sent out)
+        ref = self.guard.authorise(principal, memory_id, scope, write=True)
+        self.guard.admit_write(principal)
+        vector = self._embed_for_write(ref.tenant_id, body)
+        change = replace(
+            change,
+            status=Status.QUARANTINED if self.guard.injected(change) else None,
             embedding_model=self.embedder.model_id
             if vector is not None and self.embedder
             else None,
@@ -268,11 +271,40 @@ class MemoryService:
         scope: str | None = None,
         relation: Relation = Relation.STATUS,
     ) -> MemoryVersion:
-        """Move a memory through the lifecycle (LIFE-1); illegal moves are 409."""
+        """Move a memory through the lifecycle (LIFE-1); illegal moves are 409.
+
+        Leaving quarantine (to anything but forgotten) is a review (LIFE-6, issue 20 defect 5):
+        it needs a reviewer (:func:`~quipu.core.scopes.is_reviewer`) and a reason, applies only
+        to the version the reviewer saw, and is audited as ``memory.review``."""
         target = validate.enum(Status, status, field="status")
         ref = self.guard.authorise(principal, memory_id, scope, write=True)
         self.guard.admit_write(principal)
-        return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
+        current = self.store.get(ref, memory_id)
+        if current is None or current.status is not Status.QUARANTINED:
+            return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
+        if target in (Status.QUARANTINED, Status.UNAVAILABLE):
+            return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
+        if not is_reviewer(principal):
+            raise Forbidden(
+                "leaving quarantine needs a reviewer: an admin key or the memory:review grant",
+                code="review_required",
+                details={"id": memory_id},
+            )
+        why = _reason(reason)
+        if not why:
+            raise InvalidInput(
+                "releasing a memory from quarantine needs a reason", code="reason_required"
+            )
+        expected = current.version if expected_version is None else expected_version
+        moved = self._move(principal, ref, memory_id, target, why, expected, relation)
+        self.guard.audit(
+            principal,
+            "memory.review",
+            (memory_id,),
+            reason=why,
+            details={"from": Status.QUARANTINED.value, "to": target.value},
+        )
+        return moved
 
     def _move(
         self,
@@ -361,32 +393,73 @@ class MemoryService:
         return self.store.export_versions(principal.tenant_id)
 
     def import_(
-        self, principal: Principal, items: Iterable[tuple[MemoryVersion, Vector | None]]
+        self,
+        principal: Principal,
+        items: Iterable[tuple[MemoryVersion, Vector | None]],
+        *,
+        on_refused: Callable[[int, str, QuipuError], None] | None = None,
     ) -> int:
-        """Insert exported versions into the principal's tenant, keeping ids and times."""
+        """Insert exported versions into the principal's tenant, keeping ids and times.
+
+        An export is data from outside: every version is screened like any write (issue 20
+        defect 11): a version that cannot be stored or holds a secret refuses its whole family
+        (the versions of one memory travel together), and a current version that looks like a
+        prompt injection is stored ``quarantined``. Without ``on_refused`` the first refusal
+        raises and nothing is written; with it, refused families are left out and each of their
+        rows is reported as ``on_refused(position, memory_id, error)``, ``position`` counting
+        ``items`` from 1."""
         pin = self.store.embedding_pin()
-
-        def checked() -> Iterator[tuple[MemoryVersion, Vector | None]]:
-            for row, row_vector in items:
-                memory, vector = row, row_vector
-                if memory.tenant_id != principal.tenant_id:
-                    raise InvalidInput(
-                        "an import holds rows of another tenant",
-                        code="tenant_mismatch",
-                        details={"id": memory.id},
-                    )
-                if vector is not None and (
-                    pin is None
-                    or memory.embedding_model != pin.model_id
-                    or vector.shape[0] != pin.dimension
-                ):
-                    vector = None
-                    memory = replace(memory, embedding_model=None)
-                yield memory, vector
-
-        count = self.store.import_versions(checked())
-        self.guard.audit(principal, "memory.import", (), details={"versions": count})
+        families: dict[str, list[tuple[int, MemoryVersion, Vector | None]]] = {}
+        refused: dict[str, QuipuError] = {}
+        for position, (row, row_vector) in enumerate(items, start=1):
+            memory, vector = self._imported(principal, row), row_vector
+            if vector is not None and (
+                pin is None
+                or memory.embedding_model != pin.model_id
+                or vector.shape[0] != pin.dimension
+            ):
+                vector = None
+                memory = replace(memory, embedding_model=None)
+            families.setdefault(memory.id, []).append((position, memory, vector))
+            if memory.id in refused:
+                continue
+            try:
+                self.guard.screen(memory)
+            except QuipuError as exc:
+                if on_refused is None:
+                    raise
+                refused[memory.id] = exc
+        for family, error in refused.items():
+            for position, _, _ in families.pop(family):
+                assert on_refused is not None
+                on_refused(position, family, error)
+        count = self.store.import_versions(
+            (memory, vector) for rows in families.values() for _, memory, vector in rows
+        )
+        self.guard.audit(
+            principal,
+            "memory.import",
+            (),
+            details={"versions": count, "refused_families": len(refused)},
+        )
         return count
+
+    def _imported(self, principal: Principal, memory: MemoryVersion) -> MemoryVersion:
+        """One exported version, checked to belong to the principal's tenant, quarantined
+        when it is current and reads like an injection."""
+        if memory.tenant_id != principal.tenant_id:
+            raise InvalidInput(
+                "an import holds rows of another tenant",
+                code="tenant_mismatch",
+                details={"id": memory.id},
+            )
+        if (
+            memory.is_current
+            and memory.status not in (Status.UNAVAILABLE, Status.QUARANTINED)
+            and self.guard.injected(memory)
+        ):
+            return replace(memory, status=Status.QUARANTINED)
+        return memory
 
     # -- oversight and audit (SCOPE-8, SAFE-4) -----------------------------------------------
     def oversight_list(

@@ -21,6 +21,7 @@ from quipu.core.text import fold
 from quipu.core.versions import import_order, valid_to
 from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
 from quipu.storage.base import Vector
+from quipu.storage.decode import decode_row
 from quipu.storage.postgres.rows import (
     COLUMNS,
     KEY_SPAN,
@@ -245,11 +246,11 @@ def export_versions(
             params,
         )
         for r in cur:
+            memory = decode_row(to_record, r, r[0])
+            if memory is None:
+                continue
             vector = r[28]
-            yield (
-                to_record(r),
-                None if vector is None else np.array(vector.to_numpy(), dtype=np.float32),
-            )
+            yield memory, None if vector is None else np.array(vector.to_numpy(), dtype=np.float32)
 
 
 def refresh_terms(store: PostgresStore) -> bool:

@@ -17,6 +17,7 @@ import psycopg
 from quipu.core.buckets import spend
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
+from quipu.storage.admission import admit_turn
 from quipu.storage.postgres.rows import utc, utc_opt
 
 _JOB_COLUMNS = (
@@ -45,6 +46,7 @@ class WorkTables:
         created_at: datetime,
         expires_at: datetime,
     ) -> SessionTurn:
+        admit_turn(content, metadata)
         ident = (key.tenant_id, key.owner, key.session_id)
         with self._tx() as conn:
             # Appends to one session take turns, so sequence numbers never collide.

@@ -6,6 +6,7 @@ similarities of a scope are all answered from it."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -18,8 +19,17 @@ from quipu.core.query import Candidate, Filters
 from quipu.core.records import MemoryVersion, ScopeRef
 from quipu.retrieval.expansion import query_keys
 from quipu.storage.base import EmbeddingPin, SearchInfo, Vector
-from quipu.storage.sqlite.scope_index import Row, ScopeIndex
+from quipu.storage.sqlite.rows import fetch_all
+from quipu.storage.sqlite.scope_index import (
+    KIND_BY_NAME,
+    SOURCE_BY_NAME,
+    STATUS_BY_NAME,
+    Row,
+    ScopeIndex,
+)
 from quipu.storage.timecodec import to_micros, to_micros_opt
+
+log = logging.getLogger("quipu.storage")
 
 
 class ScopeSearch:
@@ -180,16 +190,17 @@ class ScopeSearch:
         self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None, generation: int
     ) -> ScopeIndex:
         """Load a scope into a fresh index; columns in ``scope_index.BULK_COLUMNS`` order."""
-        rows = conn.execute(
+        rows = fetch_all(
+            conn,
             "SELECT key, id, is_current, status, valid_at, valid_to, observed_at, kind, source,"
             " confidence, project, terms, json_extract(provenance, '$.session_id'),"
             " CASE WHEN embedding_model = ? THEN vector END"
             " FROM memory_versions"
             " WHERE tenant_id = ? AND scope = ? AND owner = ? ORDER BY key",
             (pin.model_id if pin else "", ref.tenant_id, ref.scope.value, ref.owner),
-        ).fetchall()
+        )
         index = ScopeIndex(pin.dimension if pin else 0, generation)
-        index.bulk_load(rows)
+        index.bulk_load([row for row in rows if _indexable(row)])
         return index
 
     def _evict(self) -> None:
@@ -235,3 +246,18 @@ def _row(key: int, m: MemoryVersion, end: datetime | None, terms: list[str]) -> 
 
 def now_micros() -> int:
     return to_micros(datetime.now(UTC))
+
+
+def _indexable(row: sqlite3.Row) -> bool:
+    """Whether a stored row can enter the index: a status, kind and source this version knows
+    and numeric times and confidence. Another tool's malformed row is left out, logged."""
+    known = (
+        row[3] in STATUS_BY_NAME
+        and row[7] in KIND_BY_NAME
+        and row[8] in SOURCE_BY_NAME
+        and isinstance(row[4], int)
+        and isinstance(row[9], int | float)
+    )
+    if not known:
+        log.warning("left stored row %s out of the search index: it cannot be read", row[0])
+    return known

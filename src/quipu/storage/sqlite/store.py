@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -32,15 +32,23 @@ from quipu.core.records import (
     Status,
     WriteResult,
 )
-from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.text import fold
-from quipu.core.versions import UNSET, Change, check_expected, import_order, next_version, valid_to
+from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound
-from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
+from quipu.retrieval.bm25 import document_tokens
+from quipu.storage.admission import admit
 from quipu.storage.base import Capabilities, EmbeddingPin, Vector
+from quipu.storage.decode import decode_row, decode_rows
+from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.migrate import migrate
-from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
+from quipu.storage.sqlite.rows import (
+    COLUMNS,
+    INSERT_SQL,
+    fetch_all,
+    to_params,
+    to_record,
+)
 from quipu.storage.sqlite.scope_index import ScopeIndex
 from quipu.storage.sqlite.search import ScopeSearch, now_micros
 from quipu.storage.sqlite.work import WorkTables
@@ -53,7 +61,7 @@ _CHUNK = 500
 _LOG_KEPT = 1024
 
 
-class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
+class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(
@@ -82,28 +90,6 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
             full_text="bm25-scope",
             sources=frozenset({"facts"}),
         )
-
-    def _refresh_terms(self) -> None:
-        """Recompute stored BM25 keys when the tokenizer changed since they were written."""
-        with self._tx() as c:
-            row = c.execute("SELECT value FROM store_meta WHERE key = 'terms_version'").fetchone()
-            if row is not None and row[0] == TOKENIZER_VERSION:
-                return
-            rows = c.execute(
-                "SELECT key, tenant_id, scope, owner, json_extract(provenance, '$.session_id'),"
-                " id, text, aliases, observed_at FROM memory_versions ORDER BY key"
-            ).fetchall()
-            chain = SessionContext()
-            updates = []
-            for key, tenant, scope, owner, session, family, text, aliases, at in rows:
-                own = document_tokens(text, json.loads(aliases), from_micros_opt(at))
-                where = None if session is None else (tenant, scope, owner, session)
-                updates.append((" ".join(own + chain.next(where, family, own)), key))
-            c.executemany("UPDATE memory_versions SET terms = ? WHERE key = ?", updates)
-            c.execute(
-                "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('terms_version', ?)",
-                (TOKENIZER_VERSION,),
-            )
 
     # -- connections -------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -206,6 +192,7 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
         embedding_key: str | None,
         quota: int,
     ) -> WriteResult:
+        admit(memory)
         with self._tx() as c:
             live = memory.status in LIVE
             if live:
@@ -248,6 +235,7 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
         now: datetime,
         quota: int,
     ) -> MemoryVersion:
+        admit(change)
         with self._tx() as c:
             return self._append(
                 c, ref, memory_id, change, expected_version, vector, embedding_key, now, quota
@@ -256,6 +244,7 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
     def supersede(
         self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
     ) -> MemoryVersion:
+        admit(change)
         with self._tx() as c:
             if self._current_row(c, ref, new_id) is None:
                 raise NotFound(f"no memory {new_id}", details={"id": new_id})
@@ -400,39 +389,13 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
     def _current_row(
         self, c: sqlite3.Connection, ref: ScopeRef, memory_id: str
     ) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = c.execute(
+        rows = fetch_all(
+            c,
             f"SELECT {COLUMNS}, embedding_key, vector FROM memory_versions"
-            " WHERE tenant_id = ? AND id = ?"
-            " AND is_current = 1 AND scope = ? AND owner = ?",
+            " WHERE tenant_id = ? AND id = ? AND is_current = 1 AND scope = ? AND owner = ?",
             (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
-        ).fetchone()
-        return row
-
-    def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
-        planned = import_order(items)
-        written = 0
-        with self._tx() as c:
-            for memory, vector, successor in planned:
-                exists = c.execute(
-                    "SELECT 1 FROM memory_versions WHERE tenant_id = ? AND id = ? AND version = ?",
-                    (memory.tenant_id, memory.id, memory.version),
-                ).fetchone()
-                if exists:
-                    continue
-                ref = ScopeRef(memory.tenant_id, memory.scope, memory.owner)
-                key_text = text_embedding_key(memory.text) if vector is not None else None
-                key, _ = self._write_version(c, ref, memory, vector, key_text, audit=False)
-                end = valid_to(memory, successor) if successor else memory.invalid_at
-                c.execute(
-                    "UPDATE memory_versions SET valid_to = ? WHERE key = ?",
-                    (to_micros_opt(end), key),
-                )
-                live = int(memory.is_current and memory.status in LIVE)
-                self._bump(c, ref, live)
-                written += 1
-            with self._index_lock:
-                self._indexes.clear()
-        return written
+        )
+        return rows[0] if rows else None
 
     def missing_vectors(self, limit: int) -> list[tuple[int, str, str]]:
         rows = (
@@ -488,20 +451,16 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
 
     def get(self, ref: ScopeRef, memory_id: str) -> MemoryVersion | None:
         row = self._current_row(self._reader(), ref, memory_id)
-        return None if row is None else to_record(row)
+        return None if row is None else decode_row(to_record, row, row["key"])
 
     def history(self, ref: ScopeRef, memory_id: str) -> list[MemoryVersion]:
-        rows = (
-            self._reader()
-            .execute(
-                f"SELECT {COLUMNS} FROM memory_versions"
-                " WHERE tenant_id = ? AND id = ? AND scope = ?"
-                " AND owner = ? ORDER BY version",
-                (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
-            )
-            .fetchall()
+        rows = fetch_all(
+            self._reader(),
+            f"SELECT {COLUMNS} FROM memory_versions"
+            " WHERE tenant_id = ? AND id = ? AND scope = ? AND owner = ? ORDER BY version",
+            (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
         )
-        return [to_record(r) for r in rows]
+        return decode_rows(to_record, rows, _key)
 
     def count_live(self, ref: ScopeRef) -> int:
         return self._live_count(self._reader(), ref)
@@ -512,20 +471,17 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
             where.append("(recorded_at < ? OR (recorded_at = ? AND id < ?))")
             at = int(cursor.recorded_at)
             params += [at, at, cursor.id]
-        rows = (
-            self._reader()
-            .execute(
-                f"SELECT {COLUMNS} FROM memory_versions WHERE {' AND '.join(where)}"
-                " ORDER BY recorded_at DESC, id DESC LIMIT ?",
-                (*params, limit + 1),
-            )
-            .fetchall()
+        rows = fetch_all(
+            self._reader(),
+            f"SELECT {COLUMNS} FROM memory_versions WHERE {' AND '.join(where)}"
+            " ORDER BY recorded_at DESC, id DESC LIMIT ?",
+            (*params, limit + 1),
         )
-        items = [to_record(r) for r in rows[:limit]]
+        items = decode_rows(to_record, rows[:limit], _key)
         next_cursor = None
-        if len(rows) > limit:
-            last = items[-1]
-            next_cursor = Cursor(str(to_micros(last.recorded_at)), last.id).encode()
+        if len(rows) > limit:  # the cursor is the last row read, decodable or not
+            last = rows[limit - 1]
+            next_cursor = Cursor(str(int(last["recorded_at"])), str(last["id"])).encode()
         return Page(items, next_cursor)
 
     def exact_candidates(
@@ -558,10 +514,13 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
         for start in range(0, len(unique), _CHUNK):
             part = unique[start : start + _CHUNK]
             marks = ",".join("?" * len(part))
-            for r in conn.execute(
-                f"SELECT {COLUMNS} FROM memory_versions WHERE key IN ({marks})", part
-            ):
-                out[int(r["key"])] = to_record(r)
+            rows = fetch_all(
+                conn, f"SELECT {COLUMNS} FROM memory_versions WHERE key IN ({marks})", part
+            )
+            for r in rows:
+                found = decode_row(to_record, r, r["key"])
+                if found is not None:
+                    out[int(r["key"])] = found
         return out
 
     def maintain(self) -> dict[str, list[str]]:
@@ -574,23 +533,6 @@ class SQLiteStore(ScopeSearch, ControlTables, WorkTables):
             return 0
         base = Path(self.path)
         return sum(p.stat().st_size for p in base.parent.glob(base.name + "*") if p.is_file())
-
-    def export_versions(
-        self, tenant_id: str | None
-    ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
-        conn = self._connect()
-        try:
-            where, params = ("WHERE tenant_id = ?", (tenant_id,)) if tenant_id else ("", ())
-            for r in conn.execute(
-                f"SELECT {COLUMNS}, vector FROM memory_versions {where}"
-                " ORDER BY tenant_id, id, version",
-                params,
-            ):
-                blob = r["vector"]
-                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32).copy()
-                yield to_record(r), vector
-        finally:
-            conn.close()
 
 
 def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
@@ -643,3 +585,7 @@ def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
 
 
 __all__ = ["SQLiteStore"]
+
+
+def _key(row: sqlite3.Row) -> object:
+    return row["key"]

@@ -14,6 +14,7 @@ from typing import Any
 from quipu.core.buckets import spend
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
+from quipu.storage.admission import admit_turn
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
 
 _JOB_COLUMNS = (
@@ -42,6 +43,7 @@ class WorkTables:
         created_at: datetime,
         expires_at: datetime,
     ) -> SessionTurn:
+        admit_turn(content, metadata)
         with self._tx() as c:
             row = c.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM session_turns"

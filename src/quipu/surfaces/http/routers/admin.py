@@ -33,7 +33,8 @@ def _access(request: Request) -> Access:
 
 
 @router.post("/tokens", status_code=201, summary="Mint a run token (service keys)")
-def mint_token(body: TokenBody, who: Who, request: Request) -> dict[str, Any]:
+def mint_token(body: TokenBody, who: Who, svc: Svc, request: Request) -> dict[str, Any]:
+    svc.guard.admit_write(who)  # minting spends from the service key's bucket (defect 12)
     credential, secret = _access(request).mint_run_token(
         who, body.agent_id, body.user_id, timedelta(seconds=body.ttl_seconds)
     )
