@@ -35,6 +35,7 @@ from quipu.errors import (
     Unauthorized,
     Unavailable,
 )
+from quipu.guard import Guard
 from quipu.memories import MemoryService
 from quipu.remote import Client, MemoryClient, error_from_response, memory_from_dict
 from quipu.storage.sqlite.store import SQLiteStore
@@ -139,7 +140,7 @@ def test_api_006_every_client_option_is_one_the_embedded_client_accepts(
     """... and ``Quipu`` forwards its options to the service, which accepts each of them."""
     accepted = set(inspect.signature(target).parameters)
     if "filters" in accepted:  # recall and list take their filters as keywords
-        accepted |= set(inspect.signature(MemoryService._filters).parameters)
+        accepted |= set(inspect.signature(Guard.filters).parameters)
     options = [
         p.name
         for p in inspect.signature(getattr(MemoryClient, operation)).parameters.values()
