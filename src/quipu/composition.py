@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from quipu.auth.access import Access
 from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
+from quipu.core.sessions import SessionBounds
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
@@ -216,7 +217,12 @@ def build_runtime(
             ttl=timedelta(seconds=settings.session_ttl_seconds),
             model_budget_per_hour=settings.model_budget_per_hour,
             model_backed=bool(getattr(extractor, "uses_model", False)),
+            bounds=SessionBounds(
+                max_turns=settings.session_max_turns,
+                max_owner_bytes=settings.session_max_bytes_per_owner,
+            ),
         ),
+        guard=service.guard,
     )
     worker = handlers.build_worker(settings, service, queue, extractor)
     return Runtime(service, sessions, queue, worker)

@@ -252,7 +252,9 @@ def test_promo_005_quota_overflow_is_counted_and_budget_is_429(
     sessions = SessionService(
         rt.service.store, SessionConfig(model_backed=True, model_budget_per_hour=1)
     )
-    sessions.append(alice, "m1", "user", "hello")
+    for session in ("m1", "m2"):
+        sessions.append(alice, session, "user", "hello")
+        sessions.append(alice, session, "assistant", "hi")
     sessions.promote(alice, "m1")
     with pytest.raises(LimitExceeded) as err:
         sessions.promote(alice, "m2")
