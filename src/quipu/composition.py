@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from quipu.auth.access import Access
 from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
+from quipu.core.sessions import SessionBounds
 from quipu.core.urls import check_server_url, check_text, mask_credentials, url_scheme
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
@@ -264,7 +265,12 @@ def build_runtime(
             ttl=timedelta(seconds=settings.session_ttl_seconds),
             model_budget_per_hour=settings.model_budget_per_hour,
             model_backed=bool(getattr(extractor, "uses_model", False)),
+            bounds=SessionBounds(
+                max_turns=settings.session_max_turns,
+                max_owner_bytes=settings.session_max_bytes_per_owner,
+            ),
         ),
+        guard=service.guard,
     )
     worker = handlers.build_worker(settings, service, queue, extractor)
     return Runtime(service, sessions, queue, worker)

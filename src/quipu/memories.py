@@ -7,6 +7,7 @@ never from arguments; authorisation, screening and audit come from the shared
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -81,6 +82,16 @@ class MemoryService:
     def close(self) -> None:
         """Stop the recall pipeline's search threads (the store is closed by its owner)."""
         self.pipeline.close()
+
+    def for_jobs(self) -> MemoryService:
+        """This service as background jobs write through it: the same store, models and guard,
+        but no per-key request rate limit. A job's writes are not a caller's requests, so they
+        never spend (or fail on) a caller's budget (issue 20, #6); the owner quota and each
+        job's own caps still bound them."""
+        view = copy.copy(self)
+        view.guard = copy.copy(self.guard)
+        view.guard.limiter = None
+        return view
 
     # -- writes ------------------------------------------------------------------------------
     def remember(

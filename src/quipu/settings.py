@@ -196,6 +196,20 @@ class Settings(BaseModel):
     session_ttl_seconds: int = Field(
         7 * 86_400, ge=60, description="Default lifetime of a session turn (SESSION-1)."
     )
+    session_max_turns: int = Field(
+        10_000,
+        ge=1,
+        le=10_000_000,
+        description="Turns one session may hold until they expire and are pruned; an append "
+        "past it is 429 `quota_exceeded` (SESSION-1).",
+    )
+    session_max_bytes_per_owner: int = Field(
+        64 * 1024 * 1024,
+        ge=1_048_576,
+        description="Bytes of session turns (content and metadata) one subject may hold across "
+        "its sessions until they expire and are pruned; an append past it is 429 "
+        "`quota_exceeded` (SESSION-1).",
+    )
     sweep_interval_seconds: int = Field(
         300, ge=1, description="How often the promotion sweep looks for idle sessions."
     )
@@ -210,8 +224,9 @@ class Settings(BaseModel):
     )
     promotion_scope: Literal["agent", "user", "agent_user"] = Field(
         "agent_user",
-        description="Scope promoted memories are written to (agent_user falls back to agent "
-        "when the session has no user).",
+        description="Scope promoted memories are written to: agent_user falls back to agent "
+        "when the session has no user, and to user when it has no agent (a user-role key); "
+        "user falls back to agent when there is no user.",
     )
     extractor: Literal["deterministic", "model"] = Field(
         "deterministic",

@@ -164,7 +164,10 @@ def test_safe_001_secrets_refused_in_metadata_tags_and_revise(
         service.remember(
             alice, "harmless", metadata={"cfg": {"password": "password=hunter2hunter2"}}
         )
-    assert err.value.code == "secret_detected" and err.value.details["field"] == "metadata.cfg.password"
+    assert (
+        err.value.code == "secret_detected"
+        and err.value.details["field"] == "metadata.cfg.password"
+    )
     m = service.remember(alice, "harmless").memory
     with pytest.raises(InvalidInput):
         service.revise(alice, m.id, "now with AKIAIOSFODNN7EXAMPLE inside")

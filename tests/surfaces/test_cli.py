@@ -106,7 +106,9 @@ def test_life_001_status_verb_moves_a_memory(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["status"] == "quarantined"
     code, out = run("list", "--db", db, "--json")
     assert json.loads(out)["items"] == []  # quarantined rows are not listed
-    code, out = run("status", mid, "active", "--db", db, "--expected-version", "2", "--reason", "reviewed")
+    code, out = run(
+        "status", mid, "active", "--db", db, "--expected-version", "2", "--reason", "reviewed"
+    )
     assert code == 0 and "active" in out
     result = runner.invoke(app, ["status", mid, "candidate", "--db", db])
     assert result.exit_code == 1 and "illegal_transition" in result.stderr

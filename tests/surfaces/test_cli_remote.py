@@ -101,7 +101,12 @@ def test_api_004_every_memory_verb_runs_against_a_server(server: Server, workdir
     listed = ok("list", *db)
     assert [m["id"] for m in listed["items"]] == [mid]  # type: ignore[attr-defined]
     assert ok("status", mid, "quarantined", *db, "--reason", "check")["status"] == "quarantined"
-    assert ok("status", mid, "active", *db, "--expected-version", "3", "--reason", "reviewed")["status"] == "active"
+    assert (
+        ok("status", mid, "active", *db, "--expected-version", "3", "--reason", "reviewed")[
+            "status"
+        ]
+        == "active"
+    )
     newer = ok("remember", "Dana now prefers the exit row", *db)["memory"]
     assert isinstance(newer, dict)
     superseded = ok("supersede", mid, newer["id"], *db, "--reason", "moved")

@@ -23,7 +23,7 @@ def build_worker(
     settings: Settings, service: MemoryService, queue: JobQueue, extractor: Extractor
 ) -> Worker:
     promoter = Promoter(
-        service,
+        service.for_jobs(),
         extractor,
         PromotionConfig(
             min_confidence=settings.promotion_min_confidence,

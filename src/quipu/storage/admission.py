@@ -102,9 +102,10 @@ def _screen(strings: Iterable[tuple[str, str]]) -> None:
         findings = find_secrets(value)
         if findings:
             error = secret_error(findings)
+            shown = path
             for found in findings:  # a metadata key can be the secret: never echo it
-                path = path.replace(value[found.start : found.end], "<secret>")
-            error.details["field"] = path
+                shown = shown.replace(value[found.start : found.end], "<secret>")
+            error.details["field"] = shown
             raise error
 
 
