@@ -21,7 +21,7 @@ from quipu import transfer
 from quipu.core.auth import AuditEvent
 from quipu.core.records import Principal, Relation, Role, Status
 from quipu.core.scopes import resolve_scope
-from quipu.core.sessions import SessionKey
+from quipu.core.sessions import SessionBounds, SessionKey
 from quipu.core.versions import Change
 from quipu.errors import Forbidden, InvalidInput, QuipuError, SecretDetected
 from quipu.memories import MemoryService
@@ -166,10 +166,11 @@ def test_safe_001_the_store_itself_refuses_what_a_use_case_did_not_check(
         service.store.record_audit(event)
     key = SessionKey("t1", "alice\x1fu-alice", "s1")
     now = datetime.now(UTC)
+    bounds = SessionBounds()
     with pytest.raises(SecretDetected):
-        service.store.append_turn(key, "user", "hello", {"auth": SECRET}, now, now)
+        service.store.append_turn(key, alice, "user", "hello", {"auth": SECRET}, now, now, bounds)
     with pytest.raises(InvalidInput):
-        service.store.append_turn(key, "user", "hello", {"k": _deep(12)}, now, now)
+        service.store.append_turn(key, alice, "user", "hello", {"k": _deep(12)}, now, now, bounds)
     assert [v.version for v in service.history(alice, m.id)] == [1]
     assert service.store.count_live(ref) == 1
 
