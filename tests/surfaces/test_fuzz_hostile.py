@@ -44,7 +44,7 @@ from tests.conftest import BACKENDS
 from tests.surfaces.databases import fresh_database
 
 #: Examples per route and per tool, on each backend.
-EXAMPLES = {"sqlite": 25, "postgres": 8}
+EXAMPLES = {"sqlite": 20, "postgres": 6}
 #: Tables a request may write. A refused request must leave every count unchanged.
 COUNTED = ("memory_versions", "memory_aliases", "session_turns", "jobs", "credentials", "tenants")
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
