@@ -128,7 +128,7 @@ def chunked_post(port: int, mib: int, auth: str | None) -> dict[str, Any]:
             sock.sendall(piece)
             sent += 1
         else:
-            sock.sendall(b'"}\r\n0\r\n\r\n')
+            sock.sendall(b'2\r\n"}\r\n0\r\n\r\n')  # close the JSON string, end the body
     except OSError:
         pass  # the server answered and closed
     if not answer:
