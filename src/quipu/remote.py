@@ -34,6 +34,7 @@ from quipu.errors import (
     LimitExceeded,
     NotFound,
     PayloadTooLarge,
+    PreconditionRequired,
     QuipuError,
     SecretDetected,
     Unauthorized,
@@ -53,6 +54,7 @@ _BY_STATUS: dict[int, type[QuipuError]] = {
     409: Conflict,
     413: PayloadTooLarge,
     422: InvalidInput,
+    428: PreconditionRequired,
     429: LimitExceeded,
     502: Unavailable,
     503: Unavailable,
@@ -145,7 +147,12 @@ class MemoryClient(Protocol):
     ) -> MemoryVersion: ...
 
     def supersede(
-        self, old_id: str, new_id: str, *, reason: str | None = None
+        self,
+        old_id: str,
+        new_id: str,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
     ) -> MemoryVersion: ...
 
     def forget(
@@ -302,23 +309,33 @@ class Client:
         reason: str | None = None,
         valid_at: Instant | None = None,
     ) -> MemoryVersion:
-        """Write a new version with new text (409 ``version_conflict`` on a stale version)."""
+        """Write a new version with new text (409 ``version_conflict`` on a stale version). The
+        server needs ``expected_version`` (428 without; LIFE-2)."""
         body = _present(
             text=text, expected_version=expected_version, reason=reason, valid_at=valid_at
         )
         return self._memory("PATCH", _memory_path(memory_id), json=body)
 
-    def supersede(self, old_id: str, new_id: str, *, reason: str | None = None) -> MemoryVersion:
-        """Link ``old_id`` to its replacement ``new_id`` and end its validity now."""
-        body = _present(new_id=new_id, reason=reason)
+    def supersede(
+        self,
+        old_id: str,
+        new_id: str,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """Link ``old_id`` to its replacement ``new_id`` and end its validity now. The server
+        needs ``expected_version``, the version of ``old_id`` you read (428 without; LIFE-2)."""
+        body = _present(new_id=new_id, reason=reason, expected_version=expected_version)
         return self._memory("POST", _memory_path(old_id) + "/supersede", json=body)
 
     def forget(
         self, memory_id: str, *, reason: str | None = None, expected_version: int | None = None
     ) -> MemoryVersion:
-        """Logical delete: recall, list and get stop showing it; history keeps it."""
-        params = _present(reason=reason, expected_version=expected_version)
-        return self._memory("DELETE", _memory_path(memory_id), params=params)
+        """Logical delete: recall, list and get stop showing it; history keeps it. The reason
+        travels in the body, never in a URL."""
+        body = _present(reason=reason, expected_version=expected_version)
+        return self._memory("POST", _memory_path(memory_id) + "/forget", json=body)
 
     def set_status(
         self,

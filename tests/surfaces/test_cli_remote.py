@@ -100,7 +100,10 @@ def test_api_004_every_memory_verb_runs_against_a_server(server: Server, workdir
     assert ok("get", mid, *db)["text"] == "Dana prefers aisle seats"
     listed = ok("list", *db)
     assert [m["id"] for m in listed["items"]] == [mid]  # type: ignore[attr-defined]
-    assert ok("status", mid, "quarantined", *db, "--reason", "check")["status"] == "quarantined"
+    quarantined = ok(
+        "status", mid, "quarantined", *db, "--reason", "check", "--expected-version", "2"
+    )
+    assert quarantined["status"] == "quarantined"
     assert (
         ok("status", mid, "active", *db, "--expected-version", "3", "--reason", "reviewed")[
             "status"
@@ -109,7 +112,9 @@ def test_api_004_every_memory_verb_runs_against_a_server(server: Server, workdir
     )
     newer = ok("remember", "Dana now prefers the exit row", *db)["memory"]
     assert isinstance(newer, dict)
-    superseded = ok("supersede", mid, newer["id"], *db, "--reason", "moved")
+    superseded = ok(
+        "supersede", mid, newer["id"], *db, "--reason", "moved", "--expected-version", "4"
+    )
     assert superseded["status"] == "superseded"
     assert ok("forget", newer["id"], *db, "--reason", "test")["status"] == "unavailable"
     versions = ok("history", mid, *db)["versions"]

@@ -193,9 +193,9 @@ def test_api_006_same_calls_give_the_same_types(remote: Remote, embedded: quipu.
         )
         assert type(revised) is MemoryVersion and revised.version == 2
         newer = client.remember("Dana now flies business class", scope="user")
-        old = client.supersede(memory.id, newer.id, reason="upgrade")
+        old = client.supersede(memory.id, newer.id, reason="upgrade", expected_version=2)
         assert old.status.value == "superseded" and old.related_id == newer.id
-        archived = client.set_status(newer.id, "archived", reason="trip over")
+        archived = client.set_status(newer.id, "archived", reason="trip over", expected_version=1)
         assert archived.status.value == "archived"
         forgotten = client.forget(newer.id, reason="asked to")
         assert forgotten.status.value == "unavailable"
@@ -239,10 +239,15 @@ CASES: list[tuple[str, Callable[[MemoryClient, str], object], type[QuipuError], 
         "secret_detected",
     ),
     ("stale", lambda c, m: c.revise(m, "y", expected_version=7), Conflict, "version_conflict"),
-    ("self", lambda c, m: c.supersede(m, m), InvalidInput, "invalid_supersede"),
+    (
+        "self",
+        lambda c, m: c.supersede(m, m, expected_version=1),
+        InvalidInput,
+        "invalid_supersede",
+    ),
     (
         "illegal move",
-        lambda c, m: c.set_status(m, "candidate"),
+        lambda c, m: c.set_status(m, "candidate", expected_version=1),
         Conflict,
         "illegal_transition",
     ),

@@ -95,10 +95,16 @@ class Store(Protocol):
         """
 
     def supersede(
-        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+        self,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
         """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``); returns the old's new
-        version."""
+        version. With ``expected_version``, a newer current version is a 409 (LIFE-2)."""
 
     def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
         """Insert exported versions verbatim (same ids, versions and times); skip ones present."""

@@ -242,7 +242,13 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
             )
 
     def supersede(
-        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+        self,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
         admit(change)
         with self._tx() as c:
@@ -255,7 +261,7 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
                 related_id=new_id,
                 relation=Relation.SUPERSEDED_BY,
             )
-            return self._append(c, ref, old_id, change, None, None, None, now, 2**62)
+            return self._append(c, ref, old_id, change, expected_version, None, None, now, 2**62)
 
     def _append(
         self,

@@ -285,8 +285,8 @@ def create_mcp_server(
     def memory_revise(
         memory_id: Annotated[str, Field(description=d.MEMORY_ID)],
         text: Annotated[str, Field(description=d.REVISE_TEXT)],
+        expected_version: Annotated[int, Field(description=d.EXPECTED_VERSION, ge=1)],
         ctx: Context,
-        expected_version: Annotated[int | None, Field(description=d.EXPECTED_VERSION)] = None,
         reason: Annotated[str | None, Field(description=d.REASON)] = None,
         valid_at: Annotated[str | None, Field(description=d.VALID_AT)] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
@@ -316,11 +316,15 @@ def create_mcp_server(
     def memory_supersede(
         old_id: Annotated[str, Field(description=d.OLD_ID)],
         new_id: Annotated[str, Field(description=d.NEW_ID)],
+        expected_version: Annotated[int, Field(description=d.EXPECTED_VERSION, ge=1)],
         ctx: Context,
         reason: Annotated[str | None, Field(description=d.REASON)] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
-            ctx, lambda who: service.supersede(who, old_id, new_id, reason=reason).to_dict()
+            ctx,
+            lambda who: service.supersede(
+                who, old_id, new_id, reason=reason, expected_version=expected_version
+            ).to_dict(),
         )
 
     @server.tool(

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from quipu.core.records import Principal
-from quipu.errors import InvalidInput
+from quipu.errors import InvalidInput, PreconditionRequired
 from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.encoding import SafeJSONResponse
-from quipu.surfaces.http.schemas import PatchBody, RememberBody, SupersedeBody
+from quipu.surfaces.http.schemas import ForgetBody, PatchBody, RememberBody, SupersedeBody
 
 #: Endpoints answer with :class:`SafeJSONResponse` themselves (documented as ``Json``): FastAPI's
 #: own serializer fails on a stored lone surrogate and turns a read into a 500 (issue 20).
@@ -85,6 +85,7 @@ def get_memory(memory_id: str, svc: Svc, who: Who) -> SafeJSONResponse:
 def patch_memory(memory_id: str, body: PatchBody, svc: Svc, who: Who) -> SafeJSONResponse:
     if (body.text is None) == (body.status is None):
         raise InvalidInput("send exactly one of text or status", code="invalid_patch")
+    _require_version(svc, who, memory_id, body.expected_version)
     if body.text is not None:
         memory = svc.revise(
             who,
@@ -115,7 +116,21 @@ def forget_memory(
     reason: str | None = None,
     expected_version: int | None = None,
 ) -> SafeJSONResponse:
+    """Kept for clients that cannot send a body with DELETE; a reason here travels in the URL,
+    so prefer ``POST /v1/memories/{id}/forget``."""
     forgotten = svc.forget(who, memory_id, reason=reason, expected_version=expected_version)
+    return SafeJSONResponse(forgotten.to_dict())
+
+
+@router.post(
+    "/{memory_id}/forget",
+    response_model=Json,
+    summary="Forget a memory, the reason in the body (it never enters a URL or an access log)",
+)
+def forget_with_body(memory_id: str, body: ForgetBody, svc: Svc, who: Who) -> SafeJSONResponse:
+    forgotten = svc.forget(
+        who, memory_id, reason=body.reason, expected_version=body.expected_version
+    )
     return SafeJSONResponse(forgotten.to_dict())
 
 
@@ -128,6 +143,21 @@ def history(memory_id: str, svc: Svc, who: Who) -> SafeJSONResponse:
     "/{memory_id}/supersede", response_model=Json, summary="Mark a memory superseded by another"
 )
 def supersede(memory_id: str, body: SupersedeBody, svc: Svc, who: Who) -> SafeJSONResponse:
-    return SafeJSONResponse(
-        svc.supersede(who, memory_id, body.new_id, reason=body.reason).to_dict()
+    _require_version(svc, who, memory_id, body.expected_version)
+    superseded = svc.supersede(
+        who, memory_id, body.new_id, reason=body.reason, expected_version=body.expected_version
     )
+    return SafeJSONResponse(superseded.to_dict())
+
+
+def _require_version(
+    svc: MemoryService, who: Principal, memory_id: str, expected: int | None
+) -> None:
+    """LIFE-2: over HTTP a change names the version it replaces (428 when it does not). A
+    foreign or missing id is the same 404 first (SCOPE-7)."""
+    if expected is None:
+        svc.guard.authorise(who, memory_id, None, write=True)
+        raise PreconditionRequired(
+            "name the version you replace: expected_version (the version you read)",
+            details={"field": "expected_version"},
+        )
