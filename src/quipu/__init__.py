@@ -29,11 +29,13 @@ from quipu.errors import (
     SecretDetected,
     Unavailable,
 )
-from quipu.remote import Client
+from quipu.async_client import AsyncClient
+from quipu.remote import Client, MemoryClient, SessionClient
 from quipu.settings import Settings
 from quipu.version import __version__
 
 __all__ = [
+    "AsyncClient",
     "Client",
     "Conflict",
     "EmbeddingUnavailable",
@@ -43,6 +45,7 @@ __all__ = [
     "InvalidInput",
     "Kind",
     "LimitExceeded",
+    "MemoryClient",
     "MemoryVersion",
     "NotFound",
     "Page",
@@ -54,6 +57,7 @@ __all__ = [
     "Role",
     "Scope",
     "SecretDetected",
+    "SessionClient",
     "Settings",
     "Source",
     "Status",

@@ -11,7 +11,7 @@ from quipu.memories import MemoryService
 from quipu.runtime import Runtime
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
-from quipu.surfaces.http.routers import admin, health, memories, recall, sessions
+from quipu.surfaces.http.routers import admin, health, memories, recall, sessions, transfer
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.version import __version__
 
@@ -37,7 +37,7 @@ def create_app(
 
     app.add_middleware(BodyCap, limit=max_body_bytes)
     app.include_router(health.router)
-    for router in (memories.router, recall.router, sessions.router, admin.router):
+    for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     return app
 
