@@ -4,6 +4,7 @@
 model; ``quipu serve`` runs the same service over HTTP.
 """
 
+from quipu.async_client import AsyncClient
 from quipu.core.query import Filters, Hit, Page, RecallResult
 from quipu.core.records import (
     Kind,
@@ -29,7 +30,6 @@ from quipu.errors import (
     SecretDetected,
     Unavailable,
 )
-from quipu.async_client import AsyncClient
 from quipu.remote import Client, MemoryClient, SessionClient
 from quipu.settings import Settings
 from quipu.version import __version__

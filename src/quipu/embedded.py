@@ -7,6 +7,7 @@ case with identity filled in; the HTTP client of the multi-tenant server mirrors
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -24,7 +25,10 @@ from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.runtime import Runtime
 from quipu.settings import Settings
 from quipu.storage.base import Vector
-from quipu.wire import Instant
+from quipu.wire import Instant, job_is_done
+
+#: How long ``Session.promote(wait=True)`` waits for a job another thread is running.
+WAIT_SECONDS = 120.0
 
 
 class Session:
@@ -60,14 +64,21 @@ class Session:
         )
 
     def promote(self, *, wait: bool = False) -> Job:
-        """Queue promotion into long-term memory; with ``wait`` run due jobs here first."""
+        """Queue promotion into long-term memory; with ``wait`` run due jobs here, then wait
+        for the job to finish (the embedded worker thread may have claimed it first)."""
         job, _ = self._owner.runtime.sessions.promote(self._owner.principal, self.session_id)
-        if wait:
-            self._owner.runtime.worker.drain()
-            found = self._owner.runtime.queue.store.get_job(job.job_id)
-            if found is not None:
-                job = found
-        return job
+        if not wait:
+            return job
+        self._owner.runtime.worker.drain()
+        store = self._owner.runtime.queue.store
+        deadline, pause = time.monotonic() + WAIT_SECONDS, 0.01
+        while True:
+            found = store.get_job(job.job_id)
+            job = job if found is None else found
+            if job_is_done(job) or time.monotonic() >= deadline:
+                return job
+            time.sleep(pause)
+            pause = min(0.5, pause * 2)
 
 
 class Quipu:

@@ -68,7 +68,7 @@ def promote(session_id: str, rt: Rt, who: Who, response: Response) -> dict[str, 
     job, created = rt.sessions.promote(who, session_id)
     if not created:
         response.status_code = 200
-    return {"job": job.to_dict(), "created": created}
+    return {"job": job_view(who, job), "created": created}
 
 
 def _admin(who: Principal) -> None:
