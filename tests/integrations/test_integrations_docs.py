@@ -66,3 +66,27 @@ def test_api_001_langgraph_example_runs(
         assert "I prefer window seats on long flights" in system  # recalled into the prompt
     finally:
         mem.close()
+
+
+def test_api_001_openai_agents_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.agent_model_server import AgentModelServer
+
+    (code,) = snippets("OpenAI Agents SDK")
+    server = AgentModelServer()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # traces would go to OpenAI
+    try:
+        ns = run(code, tmp_path, monkeypatch)
+    finally:
+        server.close()
+    mem = ns["mem"]
+    try:
+        assert capsys.readouterr().out.startswith("Done: - [preference] I prefer window seats")
+        assert ns["job"].status.value == "succeeded"
+        assert [t.role for t in mem.session("chat-42").history()][:2] == ["user", "assistant"]
+        assert len(server.requests) == 4  # two runs, each a tool call and an answer
+    finally:
+        mem.close()
