@@ -90,3 +90,32 @@ def test_api_001_openai_agents_example_runs(
         assert len(server.requests) == 4  # two runs, each a tool call and an answer
     finally:
         mem.close()
+
+
+def test_scope_002_python_clients_example_runs(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    local_embedder: Any,
+) -> None:
+    from quipu.composition import load_settings
+    from quipu.surfaces.http.server import build_server
+    from tests.support.live_server import LiveServer
+
+    (code,) = snippets("Python clients")
+    settings = load_settings({"database": str(tmp_path / "srv.db"), "auth": True}, environ={})
+    app, runtime = build_server(settings, local_embedder)
+    app.state.access.create_tenant("acme")
+    _, service_key = app.state.access.create_key("acme", "service")
+    server = LiveServer(app)
+    monkeypatch.setenv("QUIPU_URL", server.url)
+    monkeypatch.setenv("QUIPU_SERVICE_KEY", service_key)
+    try:
+        run(code, tmp_path, monkeypatch)
+        assert capsys.readouterr().out.splitlines() == ["Alice is vegetarian", "0"]
+        rows = runtime.service.store.export_versions("acme")
+        (alice,) = [m for m, _ in rows]
+        assert alice.text == "Alice is vegetarian" and alice.owner.endswith("alice")
+    finally:
+        server.close()
+        runtime.close()
