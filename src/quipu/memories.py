@@ -521,7 +521,8 @@ class MemoryService:
         size = self.guard.page_size(limit)
         before = None
         if cursor is not None:
-            if not cursor.isdigit():
+            # ASCII digits that fit a 64-bit sequence number (issue 20 defect 9).
+            if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:
                 raise InvalidInput(
                     "the cursor is not one this server issued", code="invalid_cursor"
                 )
