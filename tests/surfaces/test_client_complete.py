@@ -183,7 +183,7 @@ def test_api_001_job_reads_show_the_callers_own_jobs_only(served: Served) -> Non
             headers={"Authorization": f"Bearer {served.keys['a1']}"},
         )
         assert r.status_code in (404, 422), (bad, r.text)
-        assert r.json()["error"]["code"] in ("not_found", "invalid_id", "invalid_job_id")
+        assert r.json()["error"]["code"] in ("not_found", "invalid_id", "invalid_text")
 
 
 # -- a service key acting per subject ----------------------------------------------------------
