@@ -13,7 +13,7 @@ from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.guard import RequestGuard
-from quipu.surfaces.http.routers import admin, health, memories, recall, sessions
+from quipu.surfaces.http.routers import admin, health, memories, recall, sessions, transfer
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.version import __version__
 
@@ -49,6 +49,6 @@ def create_app(
 
     app.add_middleware(RequestGuard, limit=max_body_bytes, resolver=resolve_principal)
     app.include_router(health.router)
-    for router in (memories.router, recall.router, sessions.router, admin.router):
+    for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     return app

@@ -12,6 +12,7 @@ from quipu.core import validate
 from quipu.core.jobs import JobStatus
 from quipu.core.records import Principal, Role
 from quipu.errors import Forbidden, NotFound
+from quipu.jobs.visibility import job_view, visible_job
 from quipu.runtime import Runtime
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
@@ -80,7 +81,7 @@ def session_history(
 def promote(session_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
     job, created = rt.sessions.promote(who, session_id)
     return SafeJSONResponse(
-        {"job": job.to_dict(), "created": created}, status_code=202 if created else 200
+        {"job": job_view(who, job), "created": created}, status_code=202 if created else 200
     )
 
 
@@ -100,6 +101,17 @@ def list_jobs(
     wanted = None if status is None else validate.enum(JobStatus, status, field="status")
     jobs = rt.queue.store.list_jobs(who.tenant_id, wanted, limit)
     return SafeJSONResponse({"items": [j.to_dict() for j in jobs]})
+
+
+@router.get(
+    "/jobs/{job_id}",
+    response_model=Json,
+    summary="Read a job: the caller's own, or any of the tenant's (admins)",
+)
+def get_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
+    """A non-admin sees its own jobs (the promotions of its sessions) as a handle: id, kind,
+    status, attempts, times, error and result; anyone else's job is 404 like a missing one."""
+    return SafeJSONResponse(job_view(who, visible_job(rt.queue.store, who, job_id)))
 
 
 @router.post(
