@@ -37,6 +37,7 @@ from quipu.evals.metrics import recall_all_at_k, recall_any_at_k, sessions_from_
 from quipu.evals.public_bench import Haystack, locomo_haystacks, longmemeval_haystacks
 from quipu.retrieval import bm25
 from quipu.retrieval.expansion import query_keys
+from quipu.retrieval.fusion import session_gain
 from quipu.retrieval.temporal import query_windows
 from quipu.retrieval.terms import STOPWORDS
 
@@ -682,9 +683,8 @@ class Variant:
                 extra[s] = values[1] if len(values) > 1 else 0.0
             elif self.aggregate == "sum3":
                 extra[s] = sum(values[1:3])
-            else:  # lse: soft count of near-best turns, tau * log sum exp((v - best) / tau)
-                tau = self.aggregate_tau
-                extra[s] = tau * math.log(sum(math.exp((v - values[0]) / tau) for v in values))
+            else:  # lse: the product's soft count of near-best turns
+                extra[s] = session_gain(values, self.aggregate_tau)
         return extra[p.session]
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from quipu.client import Quipu
+from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
+from quipu.embedded import Quipu
 from quipu.embeddings.local import LocalEmbedder
 from quipu.embeddings.openai_compat import OpenAICompatEmbedder
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from tests.support.embedding_server import DIM, EmbeddingServer
 

@@ -4,7 +4,7 @@
 model; ``quipu serve`` runs the same service over HTTP.
 """
 
-from quipu.client import Quipu, open
+from quipu.async_client import AsyncClient
 from quipu.core.query import Filters, Hit, Page, RecallResult
 from quipu.core.records import (
     Kind,
@@ -18,6 +18,7 @@ from quipu.core.records import (
     Trust,
     WriteResult,
 )
+from quipu.embedded import Quipu, open
 from quipu.errors import (
     Conflict,
     EmbeddingUnavailable,
@@ -29,12 +30,12 @@ from quipu.errors import (
     SecretDetected,
     Unavailable,
 )
-from quipu.remote import Client
+from quipu.remote import Client, MemoryClient, SessionClient
 from quipu.settings import Settings
-
-__version__ = "0.1.0"
+from quipu.version import __version__
 
 __all__ = [
+    "AsyncClient",
     "Client",
     "Conflict",
     "EmbeddingUnavailable",
@@ -44,6 +45,7 @@ __all__ = [
     "InvalidInput",
     "Kind",
     "LimitExceeded",
+    "MemoryClient",
     "MemoryVersion",
     "NotFound",
     "Page",
@@ -55,6 +57,7 @@ __all__ = [
     "Role",
     "Scope",
     "SecretDetected",
+    "SessionClient",
     "Settings",
     "Source",
     "Status",

@@ -6,33 +6,36 @@ running :class:`MemoryService` with its store and embedder.
 
 from __future__ import annotations
 
-import atexit
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import FastAPI
 from pydantic import ValidationError
 
 from quipu.auth.access import Access
+from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
+from quipu.core.sessions import SessionBounds
+from quipu.core.urls import check_server_url, check_text, mask_credentials, url_scheme
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.jobs.queue import JobQueue
-from quipu.jobs.worker import Worker
+from quipu.memories import MemoryService
 from quipu.retrieval.rerank import CrossEncoder
-from quipu.service import Limits, MemoryService
+from quipu.runtime import Runtime
 from quipu.sessions import SessionConfig, SessionService
 from quipu.settings import Settings
 from quipu.storage.base import Store
 
 ENV_PREFIX = "QUIPU_"
 CONFIG_ENV = "QUIPU_CONFIG"
+#: The API key or run token the CLI sends when ``database`` is a server URL (never a setting:
+#: a credential is not configuration, and settings are printed).
+API_KEY_ENV = "QUIPU_API_KEY"
 #: How `quipu serve --workers N` hands its resolved settings to each worker process (JSON).
 SERVE_SETTINGS_ENV = "QUIPU_SERVE_SETTINGS_JSON"
 
@@ -63,12 +66,14 @@ def load_settings(
     if unknown:
         raise ConfigurationError(f"unknown setting(s): {', '.join(unknown)}")
     try:
-        return Settings(**values)
+        settings = Settings(**values)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigurationError(f"invalid settings: {problems}") from None
+    database_kind(settings.database)  # a value that names neither a store nor a server stops here
+    return settings
 
 
 def _parse_env(name: str, raw: str, annotation: Any) -> Any:
@@ -90,7 +95,49 @@ def is_postgres_url(database: str) -> bool:
     return database.startswith(("postgresql://", "postgres://"))
 
 
+DatabaseKind = Literal["file", "postgres", "server"]
+
+
+def database_kind(database: str) -> DatabaseKind:
+    """What a ``database`` value names: a SQLite file path, a PostgreSQL URL, or the
+    ``http(s)://`` URL of a Quipu server (the CLI's memory verbs talk to one; no store opens on
+    it). Anything else that starts like a URL (``ftp://…``, ``http:/x``, ``localhost:8750``),
+    an empty value, NUL or a lone surrogate is a ConfigurationError, never a file name (issue
+    20 defect 15); a file whose name holds a colon is written ``./name:with:colons``."""
+    try:
+        check_text(database)
+        if not database.strip():
+            raise ValueError("is empty")
+        scheme = url_scheme(database)
+        if scheme is None:
+            return "file"
+        if is_postgres_url(database):
+            return "postgres"
+        shown = mask_credentials(database)
+        if scheme in ("postgresql", "postgres"):
+            raise ValueError(f"{shown!r} is not a PostgreSQL URL: write postgresql://HOST/DB")
+        if scheme in ("http", "https"):
+            check_server_url(database)
+            return "server"
+        raise ValueError(
+            f"{shown!r}: the scheme {scheme}: names neither a file path nor a postgresql:// or "
+            "http(s):// URL (a file whose name holds a colon is written ./NAME)"
+        )
+    except ValueError as exc:
+        raise ConfigurationError(f"invalid settings: database: {exc}") from None
+
+
+def server_key(environ: Mapping[str, str] | None = None) -> str | None:
+    """The key in :data:`API_KEY_ENV`, or None when it is unset or empty."""
+    return (os.environ if environ is None else environ).get(API_KEY_ENV) or None
+
+
 def build_store(settings: Settings) -> Store:
+    if database_kind(settings.database) == "server":  # issue 20 defect 15: never a folder
+        raise ConfigurationError(
+            f"database {mask_credentials(settings.database)} is a Quipu server, not a store: "
+            "reach it with quipu.Client(url, key) or the CLI's memory verbs"
+        )
     # -- backend choice (issue 4): a PostgreSQL URL -> PostgresStore, anything else is a file --
     if is_postgres_url(settings.database):
         from quipu.storage.postgres.store import PostgresStore
@@ -170,57 +217,6 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
         raise
 
 
-def build_server(
-    settings: Settings,
-    embedder: Embedder | None = None,
-    extractor: Extractor | None = None,
-) -> tuple[FastAPI, Runtime]:
-    """The HTTP app, with MCP at ``/mcp``, and its runtime (the worker is not started).
-
-    With ``auth`` on, every request needs a key or run token and writes are rate-limited per
-    key; off, requests act as the local principal and MCP checks the Host header."""
-    from threadpoolctl import threadpool_limits
-
-    from quipu.auth.ratelimit import SharedRateLimiter
-    from quipu.surfaces.http.app import create_app
-    from quipu.surfaces.http.auth import bearer_resolver, local_resolver
-    from quipu.surfaces.mcp import LOOPBACK_HOSTS, mount_mcp
-
-    # One BLAS thread: a server runs many recalls at once, and OpenBLAS's own threads for a
-    # single scope scan only spin against them. Measured on 2 cores, 10k-row scope, 8
-    # concurrent recalls in one process: 103 -> 140 recalls/s, p95 116 -> 85 ms.
-    threadpool_limits(limits=1, user_api="blas")
-    service = build_service(settings, embedder)
-    runtime = build_runtime(settings, service, extractor=extractor)
-    limit = settings.max_body_bytes
-    if not settings.auth:
-        resolver = local_resolver(local_principal(settings, "http"))
-        app = create_app(service, resolver, max_body_bytes=limit, runtime=runtime)
-        mcp_principal = local_principal(settings, "mcp")
-        mount_mcp(
-            app,
-            service,
-            lambda _token: mcp_principal,
-            allowed_hosts=LOOPBACK_HOSTS,
-            sessions=runtime.sessions,
-        )
-        return app, runtime
-    service.limiter = SharedRateLimiter(
-        service.store, settings.rate_limit_per_second, settings.rate_limit_burst
-    )
-    access = build_access(settings, service.store)
-    app = create_app(
-        service, bearer_resolver(access), max_body_bytes=limit, access=access, runtime=runtime
-    )
-    mount_mcp(
-        app,
-        service,
-        lambda token: access.authenticate(token, surface="mcp"),
-        sessions=runtime.sessions,
-    )
-    return app, runtime
-
-
 def build_access(settings: Settings, store: Store) -> Access:
     return Access(store, max_token_ttl=timedelta(seconds=settings.max_token_ttl_seconds))
 
@@ -235,21 +231,6 @@ def local_principal(settings: Settings, surface: str = "library") -> Principal:
         user_id=settings.local_user_id,
         surface=surface,
     )
-
-
-@dataclass
-class Runtime:
-    """Everything a surface needs: the memory service, sessions, the job queue and a worker."""
-
-    service: MemoryService
-    sessions: SessionService
-    queue: JobQueue
-    worker: Worker
-
-    def close(self) -> None:
-        self.worker.stop()
-        self.service.close()
-        self.service.store.close()
 
 
 def build_extractor(settings: Settings) -> Extractor:
@@ -284,7 +265,12 @@ def build_runtime(
             ttl=timedelta(seconds=settings.session_ttl_seconds),
             model_budget_per_hour=settings.model_budget_per_hour,
             model_backed=bool(getattr(extractor, "uses_model", False)),
+            bounds=SessionBounds(
+                max_turns=settings.session_max_turns,
+                max_owner_bytes=settings.session_max_bytes_per_owner,
+            ),
         ),
+        guard=service.guard,
     )
     worker = handlers.build_worker(settings, service, queue, extractor)
     return Runtime(service, sessions, queue, worker)
@@ -299,29 +285,19 @@ def serve_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"workers": min(2, os.cpu_count() or 1)})
 
 
-def hand_to_workers(settings: Settings) -> str:
-    """Put ``settings`` where each `quipu serve --workers N` process reads them, and return
-    the uvicorn factory that builds its app."""
+def hand_to_workers(settings: Settings) -> None:
+    """Put ``settings`` where each `quipu serve --workers N` process reads them
+    (:func:`handed_settings`)."""
     os.environ[SERVE_SETTINGS_ENV] = settings.model_dump_json()
-    return "quipu.composition:server_from_environment"
 
 
-def server_from_environment() -> FastAPI:
-    """The app of one worker process of `quipu serve --workers N` (a uvicorn factory).
-
-    The parent resolved and checked the settings, ran the migrations and printed the start-up
-    notes; each worker rebuilds the same server from :data:`SERVE_SETTINGS_ENV`. Every worker
-    runs its own job worker thread when ``worker_embedded`` is on: jobs are leased in the
-    store, so several workers never run the same job twice."""
+def handed_settings() -> Settings:
+    """The settings `quipu serve --workers N` handed to this worker process
+    (:func:`hand_to_workers`): the parent resolved and checked them and ran the migrations."""
     raw = os.environ.get(SERVE_SETTINGS_ENV)
     if not raw:
         raise ConfigurationError(f"{SERVE_SETTINGS_ENV} is not set (started outside quipu serve?)")
     try:
-        settings = Settings.model_validate_json(raw)
+        return Settings.model_validate_json(raw)
     except ValidationError as exc:
         raise ConfigurationError(f"{SERVE_SETTINGS_ENV} holds invalid settings: {exc}") from None
-    app, runtime = build_server(settings)
-    if settings.worker_embedded:
-        runtime.worker.start()
-    atexit.register(runtime.close)
-    return app

@@ -2,21 +2,32 @@
 
 A session belongs to the subject that wrote it; another subject asking for the same id sees an
 empty session. Turns expire (a required ``expires_at``, default TTL from settings) and a
-pruning job deletes them. Promotion is a durable job, one per (tenant, subject, session).
+pruning job deletes them. Appends are write requests: they take a token of the caller's write
+rate limit (MEM-5) and are bounded in turns per session and bytes per subject (issue 20, #8).
+Promotion is a durable job, one per (tenant, subject, session).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from quipu.core import validate
 from quipu.core.jobs import Job, NewJob
 from quipu.core.records import Principal
-from quipu.core.sessions import MAX_TURN_BYTES, ROLES, SessionKey, SessionTurn, session_owner
+from quipu.core.sessions import (
+    MAX_TURN_BYTES,
+    PROMOTED,
+    ROLES,
+    SessionBounds,
+    SessionKey,
+    SessionTurn,
+    session_owner,
+)
 from quipu.errors import InvalidInput, LimitExceeded
+from quipu.guard import Guard
 from quipu.safety import find_secrets, secret_error
 from quipu.storage.base import Store
 
@@ -29,6 +40,24 @@ class SessionConfig:
     max_page: int = 500
     model_budget_per_hour: int = 0
     model_backed: bool = False
+    bounds: SessionBounds = field(default_factory=SessionBounds)
+
+
+def promotion_job(key: SessionKey, writer: Principal, **extra: Any) -> NewJob:
+    """The promotion job of one session, acting as ``writer`` (one per tenant, subject and
+    session at a time: PROMO-1)."""
+    payload: dict[str, Any] = {
+        "session_id": key.session_id,
+        "owner": key.owner,
+        "key_id": writer.key_id,
+        "role": writer.role.value,
+        "agent_id": writer.agent_id,
+        "user_id": writer.user_id,
+        "surface": writer.surface,
+        "grants": sorted(writer.grants),
+        **extra,
+    }
+    return NewJob(key.tenant_id, PROMOTE, f"{key.owner}\x1f{key.session_id}", payload)
 
 
 class SessionService:
@@ -37,9 +66,14 @@ class SessionService:
         store: Store,
         config: SessionConfig | None = None,
         clock: Callable[[], datetime] | None = None,
+        *,
+        guard: Guard | None = None,
     ) -> None:
+        """``guard``: the memory service's, whose write rate limit appends and promotion
+        requests take a token of (`quipu serve --auth` sets that limit after building)."""
         self.store = store
         self.config = config or SessionConfig()
+        self.guard = guard
         self._clock = clock or (lambda: datetime.now(UTC))
 
     def append(
@@ -68,7 +102,10 @@ class SessionService:
         expires = validate.instant(expires_at, field="expires_at") or now + self.config.ttl
         if expires <= now:
             raise InvalidInput("expires_at must be in the future", code="invalid_time")
-        return self.store.append_turn(key, str(role), body, meta, now, expires)
+        self._admit(principal)
+        return self.store.append_turn(
+            key, principal, str(role), body, meta, now, expires, self.config.bounds
+        )
 
     def history(
         self,
@@ -89,35 +126,46 @@ class SessionService:
         return self.store.session_turns(key, start, size, self._clock())
 
     def promote(self, principal: Principal, session_id: object) -> tuple[Job, bool]:
-        """Queue promotion of this session (one job per tenant, subject and session). With a
-        model-backed extractor one call of the tenant's hourly budget is reserved first: over
-        budget is a 429 and no model is called."""
+        """Queue promotion of this session (one job per tenant, subject and session).
+
+        With a model-backed extractor one compile of the tenant's hourly budget is reserved
+        first, but only when a compile will run (PROMO-5, issue 20 #15): not for a 0- or 1-turn
+        session, not for one unchanged since its last promotion, and not when the session's
+        job is already queued (the reservation is given back). Over budget is a 429 and no
+        model is called."""
         key = self._key(principal, session_id)
-        payload: dict[str, Any] = {
-            "session_id": key.session_id,
-            "owner": key.owner,
-            "key_id": principal.key_id,
-            "role": principal.role.value,
-            "agent_id": principal.agent_id,
-            "user_id": principal.user_id,
-            "surface": principal.surface,
-            "grants": sorted(principal.grants),
-        }
-        if self.config.model_backed:
-            window = self._clock().replace(minute=0, second=0, microsecond=0)
+        self._admit(principal)
+        now = self._clock()
+        extra: dict[str, Any] = {}
+        if self.config.model_backed and self._would_compile(key, now):
+            window = now.replace(minute=0, second=0, microsecond=0)
             if not self.store.reserve_budget(
                 key.tenant_id, window, self.config.model_budget_per_hour
             ):
                 raise LimitExceeded(
                     "this tenant's hourly budget of model compiles is spent",
                     code="budget_exhausted",
-                    retry_after=(window + timedelta(hours=1) - self._clock()).total_seconds(),
+                    retry_after=(window + timedelta(hours=1) - now).total_seconds(),
                 )
-            payload["budget_reserved"] = True
-        return self.store.enqueue_job(
-            NewJob(key.tenant_id, PROMOTE, f"{key.owner}\x1f{key.session_id}", payload),
-            self._clock(),
-        )
+            extra = {"budget_reserved": True, "budget_window": window.isoformat()}
+        job, created = self.store.enqueue_job(promotion_job(key, principal, **extra), now)
+        if extra and not created:
+            self.store.release_budget(key.tenant_id, datetime.fromisoformat(extra["budget_window"]))
+        return job, created
+
+    def _would_compile(self, key: SessionKey, now: datetime) -> bool:
+        """Whether a promotion now would call the extractor: two turns or more, and turns
+        after the last promotion's watermark (read cheaply; the job checks the fingerprint)."""
+        if len(self.store.session_turns(key, 0, 2, now)) < 2:
+            return False
+        mark = self.store.get_watermark(key)
+        if mark is None or mark.status != PROMOTED:
+            return True
+        return bool(self.store.session_turns(key, mark.last_seq, 1, now))
+
+    def _admit(self, principal: Principal) -> None:
+        if self.guard is not None:
+            self.guard.admit_write(principal)
 
     def _key(self, principal: Principal, session_id: object) -> SessionKey:
         ident = validate.identifier(session_id, field="session_id")

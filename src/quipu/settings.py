@@ -6,18 +6,34 @@ variables, command-line flags. Only :mod:`quipu.composition` reads files or the 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from quipu.core.urls import MASK, check_text, mask_credentials
+
+
+class Secret:
+    """Marks a setting whose whole value is a credential: shown as ``***`` wherever settings
+    are printed or logged (`quipu config`, ``repr``). Other values are shown through
+    :func:`~quipu.core.urls.mask_credentials`, which masks a DSN's or URL's credentials."""
+
+
+#: The type of a setting that holds a credential (an API key).
+SecretText = Annotated[str | None, Secret()]
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+    # Inputs stay out of validation errors: a bad value may be (or hold) a credential.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=False, hide_input_in_errors=True)
 
     database: str = Field(
         "./quipu-data/quipu.db",
         description="Where memories live: a SQLite file path (embedded) or a postgresql:// URL "
-        "(server mode; PostgreSQL with its vector extension, 0.8 or newer).",
+        "(server mode; PostgreSQL with its vector extension, 0.8 or newer). For the CLI's "
+        "memory verbs also an http(s):// URL of a Quipu server, reached with the key in "
+        "QUIPU_API_KEY (no store can be opened on one).",
     )
     host: str = Field("127.0.0.1", description="Address `quipu serve` binds to (loopback only).")
     port: int = Field(8750, ge=1, le=65535, description="Port `quipu serve` listens on.")
@@ -31,7 +47,7 @@ class Settings(BaseModel):
         description="Base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1.",
     )
     embedding_model: str | None = Field(None, description="Model name sent to that endpoint.")
-    embedding_api_key: str | None = Field(
+    embedding_api_key: SecretText = Field(
         None, description="API key for that endpoint (sent as a Bearer token; never logged)."
     )
     embedding_dimension: int | None = Field(
@@ -180,6 +196,20 @@ class Settings(BaseModel):
     session_ttl_seconds: int = Field(
         7 * 86_400, ge=60, description="Default lifetime of a session turn (SESSION-1)."
     )
+    session_max_turns: int = Field(
+        10_000,
+        ge=1,
+        le=10_000_000,
+        description="Turns one session may hold until they expire and are pruned; an append "
+        "past it is 429 `quota_exceeded` (SESSION-1).",
+    )
+    session_max_bytes_per_owner: int = Field(
+        64 * 1024 * 1024,
+        ge=1_048_576,
+        description="Bytes of session turns (content and metadata) one subject may hold across "
+        "its sessions until they expire and are pruned; an append past it is 429 "
+        "`quota_exceeded` (SESSION-1).",
+    )
     sweep_interval_seconds: int = Field(
         300, ge=1, description="How often the promotion sweep looks for idle sessions."
     )
@@ -194,8 +224,9 @@ class Settings(BaseModel):
     )
     promotion_scope: Literal["agent", "user", "agent_user"] = Field(
         "agent_user",
-        description="Scope promoted memories are written to (agent_user falls back to agent "
-        "when the session has no user).",
+        description="Scope promoted memories are written to: agent_user falls back to agent "
+        "when the session has no user, and to user when it has no agent (a user-role key); "
+        "user falls back to agent when there is no user.",
     )
     extractor: Literal["deterministic", "model"] = Field(
         "deterministic",
@@ -206,7 +237,7 @@ class Settings(BaseModel):
         None, description="Base URL of the chat-completions endpoint for `extractor = model`."
     )
     extractor_model: str | None = Field(None, description="Model name for the extractor.")
-    extractor_api_key: str | None = Field(
+    extractor_api_key: SecretText = Field(
         None, description="API key for the extractor endpoint (never logged)."
     )
     model_budget_per_hour: int = Field(
@@ -239,6 +270,15 @@ class Settings(BaseModel):
         "info", description="Server log level."
     )
 
+    @field_validator("*")
+    @classmethod
+    def _plain_text(cls, value: Any) -> Any:
+        """Every text setting is valid Unicode without NUL (a lone surrogate or a NUL would
+        fail later, far from the setting that carried it)."""
+        if isinstance(value, str):
+            check_text(value)
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.embedder == "openai" and not (
@@ -259,6 +299,14 @@ class Settings(BaseModel):
             raise ValueError("extractor 'model' needs extractor_base_url and extractor_model")
         return self
 
+    def redacted(self) -> dict[str, Any]:
+        """name -> value with every credential masked: a :data:`SecretText` setting as ``***``
+        when set, any other text through :func:`~quipu.core.urls.mask_credentials`."""
+        return {name: _shown(name, value) for name, value in self}
+
+    def __repr_args__(self) -> Iterable[tuple[str, Any]]:
+        return self.redacted().items()
+
     @classmethod
     def help(cls) -> dict[str, dict[str, Any]]:
         """name -> {default, description}, for docs and `quipu config`."""
@@ -266,3 +314,17 @@ class Settings(BaseModel):
             name: {"default": field.default, "description": field.description or ""}
             for name, field in cls.model_fields.items()
         }
+
+
+def is_secret(name: str) -> bool:
+    """True when setting ``name`` holds a credential (declared :data:`SecretText`)."""
+    field = Settings.model_fields.get(name)
+    return field is not None and any(isinstance(m, Secret) for m in field.metadata)
+
+
+def _shown(name: str, value: Any) -> Any:
+    if is_secret(name):
+        return MASK if value else value
+    if isinstance(value, str):
+        return mask_credentials(value)
+    return value

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from quipu.core.limits import Limits
 from quipu.core.records import Principal
 from quipu.core.scopes import resolve_scope
 from quipu.errors import Conflict, LimitExceeded
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 
 
 def test_mem_005_parallel_writers_never_exceed_quota(
@@ -71,8 +72,9 @@ def test_life_002_two_concurrent_revises_one_conflicts(
 
 
 def _process_writer(path: str, start: int, quota: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    from quipu.core.limits import Limits
     from quipu.core.records import Principal, Role
-    from quipu.service import Limits, MemoryService
+    from quipu.memories import MemoryService
     from quipu.storage.sqlite.store import SQLiteStore
 
     who = Principal("t1", "key-alice", Role.AGENT, agent_id="alice")
@@ -113,8 +115,9 @@ def test_mem_005_quota_holds_across_processes_on_one_file(tmp_path: Path) -> Non
 
 def _limited_writer(path: str, start: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     from quipu.auth.ratelimit import SharedRateLimiter
+    from quipu.core.limits import Limits
     from quipu.core.records import Principal, Role
-    from quipu.service import Limits, MemoryService
+    from quipu.memories import MemoryService
     from quipu.storage.sqlite.store import SQLiteStore
 
     store = SQLiteStore(path)

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from quipu.core.limits import Limits
 from quipu.core.records import Principal
 from quipu.embeddings.openai_compat import OpenAICompatEmbedder
 from quipu.errors import Conflict
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from tests.support.embedding_server import EmbeddingServer
 

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from quipu.core.limits import Limits
 from quipu.core.query import Filters
 from quipu.core.records import Principal, Role, ScopeRef, Status
 from quipu.core.scopes import resolve_scope
 from quipu.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound
+from quipu.memories import MemoryService
 from quipu.retrieval.expansion import neighbours
-from quipu.service import Limits, MemoryService
 
 NOW = datetime.now(UTC)
 
@@ -163,7 +164,10 @@ def test_safe_001_secrets_refused_in_metadata_tags_and_revise(
         service.remember(
             alice, "harmless", metadata={"cfg": {"password": "password=hunter2hunter2"}}
         )
-    assert err.value.code == "secret_detected" and err.value.details["field"] == "metadata"
+    assert (
+        err.value.code == "secret_detected"
+        and err.value.details["field"] == "metadata.cfg.password"
+    )
     m = service.remember(alice, "harmless").memory
     with pytest.raises(InvalidInput):
         service.revise(alice, m.id, "now with AKIAIOSFODNN7EXAMPLE inside")

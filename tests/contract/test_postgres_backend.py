@@ -17,10 +17,11 @@ import psycopg
 import pytest
 
 from quipu import transfer
+from quipu.core.limits import Limits
 from quipu.core.query import Filters
 from quipu.core.records import Kind, Principal, Role, Scope, ScopeRef, Status
 from quipu.errors import ConfigurationError, LimitExceeded
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.postgres.migrate import available, migrate, pending
 from quipu.storage.postgres.search import SearchPlan, track_terms
 from quipu.storage.postgres.store import PostgresStore

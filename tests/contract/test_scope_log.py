@@ -8,10 +8,11 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+from quipu.core.limits import Limits
 from quipu.core.query import Filters
 from quipu.core.records import Principal, Role, Scope, ScopeRef
 from quipu.embeddings.local import LocalEmbedder
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 
 ALICE = Principal("t1", "key-alice", Role.AGENT, agent_id="alice", user_id="u-alice")

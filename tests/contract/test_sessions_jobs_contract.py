@@ -9,12 +9,13 @@ import pytest
 
 from quipu.composition import build_runtime, load_settings
 from quipu.core.jobs import JobStatus, NewJob
+from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role, Source
 from quipu.errors import InvalidInput, LimitExceeded
 from quipu.extraction.deterministic import DeterministicExtractor
 from quipu.jobs.queue import JobQueue, Lease, LeaseLost
 from quipu.jobs.worker import Periodic, Retryable, Worker
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.sessions import SessionConfig, SessionService
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
@@ -197,9 +198,11 @@ def test_promo_002_repromotion_adds_zero_rows_including_superseded(
     rt.close()
 
 
-def test_promo_002_tiny_sessions_are_a_no_op_without_watermark(
+def test_promo_002_tiny_sessions_are_a_no_op_with_a_marker(
     make_store, local_embedder, alice: Principal
 ) -> None:  # type: ignore[no-untyped-def]
+    """A 1-turn session is a no-op (PROMO-2) that still advances its marker (JOB-2), so the
+    sweep does not offer it again until a turn arrives (issue 20 #15)."""
     rt = _runtime(make_store, local_embedder)
     rt.sessions.append(alice, "one", "user", "I live in Porto.")
     job, _ = rt.sessions.promote(alice, "one")
@@ -207,8 +210,14 @@ def test_promo_002_tiny_sessions_are_a_no_op_without_watermark(
     done = rt.queue.store.get_job(job.job_id)
     assert done is not None and done.result["outcome"] == "noop" and _promoted(rt, alice) == []
     from quipu.core.sessions import SessionKey, session_owner
+    from quipu.jobs.promotion import sweep
 
-    assert rt.service.store.get_watermark(SessionKey("t1", session_owner(alice), "one")) is None
+    mark = rt.service.store.get_watermark(SessionKey("t1", session_owner(alice), "one"))
+    assert mark is not None and mark.status == "noop" and mark.last_seq == 1
+    later = datetime.now(UTC) + timedelta(minutes=1)
+    assert sweep(rt.service, timedelta(0), 100, lambda: later)["queued"] == 0
+    rt.sessions.append(alice, "one", "assistant", "Noted.")
+    assert sweep(rt.service, timedelta(0), 100, lambda: later)["queued"] == 1
     rt.close()
 
 
@@ -251,7 +260,9 @@ def test_promo_005_quota_overflow_is_counted_and_budget_is_429(
     sessions = SessionService(
         rt.service.store, SessionConfig(model_backed=True, model_budget_per_hour=1)
     )
-    sessions.append(alice, "m1", "user", "hello")
+    for session in ("m1", "m2"):
+        sessions.append(alice, session, "user", "hello")
+        sessions.append(alice, session, "assistant", "hi")
     sessions.promote(alice, "m1")
     with pytest.raises(LimitExceeded) as err:
         sessions.promote(alice, "m2")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from quipu.core.limits import Limits
 from quipu.core.query import Filters
 from quipu.core.records import Principal, Role
 from quipu.core.scopes import resolve_scope
 from quipu.embeddings.local import LocalEmbedder
+from quipu.memories import MemoryService
 from quipu.retrieval.bm25 import TOKENIZER_VERSION
-from quipu.service import Limits, MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 
 ALICE = Principal("t1", "key-alice", Role.AGENT, agent_id="alice", user_id="u-alice")

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from quipu import transfer
+from quipu.core.limits import Limits
 from quipu.core.query import Filters
 from quipu.core.records import Principal
 from quipu.errors import InvalidInput
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 
 
 def _populate(svc: MemoryService, who: Principal) -> None:

@@ -41,7 +41,7 @@ def test_api_005_every_setting_is_documented() -> None:
 
 def test_api_002_every_http_route_is_documented(tmp_path: Path) -> None:
     from quipu.composition import load_settings, local_principal
-    from quipu.service import MemoryService
+    from quipu.memories import MemoryService
     from quipu.storage.sqlite.store import SQLiteStore
     from quipu.surfaces.http.app import create_app
     from quipu.surfaces.http.auth import local_resolver

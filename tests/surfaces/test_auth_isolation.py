@@ -14,8 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from quipu.auth.access import Access
-from quipu.composition import build_server, load_settings
+from quipu.composition import load_settings
 from quipu.embeddings.openai_compat import OpenAICompatEmbedder
+from quipu.surfaces.http.server import build_server
 from tests.support.embedding_server import EmbeddingServer
 
 SCOPES = ["agent", "user", "agent_user"]

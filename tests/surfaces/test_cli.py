@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from quipu.surfaces.cli.app import app
@@ -94,3 +95,30 @@ def test_api_005_config_lists_every_setting() -> None:
     from quipu.settings import Settings
 
     assert names == set(Settings.model_fields)
+
+
+def test_life_001_status_verb_moves_a_memory(tmp_path: Path) -> None:
+    """`quipu status ID STATUS` (added with issue 20 defect 15's server verbs) on a file."""
+    db = str(tmp_path / "status.db")
+    code, out = run("remember", "the vault code changes monthly", "--db", db, "--json")
+    mid = json.loads(out)["memory"]["id"]
+    code, out = run("status", mid, "quarantined", "--db", db, "--reason", "check", "--json")
+    assert code == 0 and json.loads(out)["status"] == "quarantined"
+    code, out = run("list", "--db", db, "--json")
+    assert json.loads(out)["items"] == []  # quarantined rows are not listed
+    code, out = run(
+        "status", mid, "active", "--db", db, "--expected-version", "2", "--reason", "reviewed"
+    )
+    assert code == 0 and "active" in out
+    result = runner.invoke(app, ["status", mid, "candidate", "--db", db])
+    assert result.exit_code == 1 and "illegal_transition" in result.stderr
+
+
+def test_api_004_a_file_name_with_a_colon_is_written_with_a_dot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _ = run("remember", "colons are fine in paths", "--db", "./notes:v2.db")
+    assert code == 0 and (tmp_path / "notes:v2.db").exists()
+    result = runner.invoke(app, ["remember", "x", "--db", "notes:v2.db"])
+    assert result.exit_code == 2 and "./NAME" in " ".join(result.stderr.split())

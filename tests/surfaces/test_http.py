@@ -10,8 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from quipu.composition import load_settings, local_principal
+from quipu.core.limits import Limits
 from quipu.core.records import Principal
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver
@@ -53,7 +54,9 @@ def test_api_002_remember_get_patch_history_delete(client: TestClient) -> None:
     assert patched.status_code == 200 and patched.json()["version"] == 2
     stale = client.patch(f"/v1/memories/{mid}", json={"text": "exit row", "expected_version": 1})
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "version_conflict"
-    archived = client.patch(f"/v1/memories/{mid}", json={"status": "archived"})
+    archived = client.patch(
+        f"/v1/memories/{mid}", json={"status": "archived", "expected_version": 2}
+    )
     assert archived.json()["status"] == "archived"
     gone = client.delete(f"/v1/memories/{mid}", params={"reason": "user asked"})
     assert gone.status_code == 200 and gone.json()["status"] == "unavailable"
@@ -71,7 +74,10 @@ def test_api_002_recall_list_and_supersede(client: TestClient) -> None:
     body = r.json()
     assert r.status_code == 200 and len(body["results"]) == 2
     assert body["meta"]["fallback"] is False and "timings" in body["meta"]
-    s = client.post(f"/v1/memories/{ids[0]}/supersede", json={"new_id": ids[1], "reason": "moved"})
+    s = client.post(
+        f"/v1/memories/{ids[0]}/supersede",
+        json={"new_id": ids[1], "reason": "moved", "expected_version": 1},
+    )
     assert s.json()["status"] == "superseded"
     listed = client.get("/v1/memories", params={"limit": 1}).json()
     assert len(listed["items"]) == 1 and listed["next_cursor"]
@@ -132,7 +138,7 @@ def test_api_002_openapi_and_health(client: TestClient) -> None:
 
 
 def test_session_001_http_turns_promote_and_jobs(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
-    from quipu.composition import build_server
+    from quipu.surfaces.http.server import build_server
 
     settings = load_settings({"database": str(tmp_path / "s.db")}, environ={})
     app, runtime = build_server(settings, local_embedder)

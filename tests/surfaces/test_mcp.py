@@ -25,10 +25,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from quipu.core.limits import Limits
 from quipu.core.records import Kind, Principal, Role, Scope
 from quipu.embeddings.local import LocalEmbedder
 from quipu.errors import Unauthorized
-from quipu.service import Limits, MemoryService
+from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.mcp import (
     LOOPBACK_HOSTS,
@@ -250,6 +251,7 @@ def test_api_003_tools_over_stdio(tmp_path: Path) -> None:
                     old_id=mid,
                     new_id=other["memory"]["id"],
                     reason="pets changed",
+                    expected_version=2,
                 )
                 assert old["status"] == "superseded"
                 assert old["related_id"] == other["memory"]["id"]
@@ -365,9 +367,12 @@ def test_scope_007_mcp_http_principals_cannot_see_each_other(mcp_http: McpHttp, 
                 for tool, args in (
                     ("memory_get", {}),
                     ("memory_history", {}),
-                    ("memory_revise", {"text": "taken over"}),
+                    ("memory_revise", {"text": "taken over", "expected_version": 1}),
                     ("memory_forget", {}),
-                    ("memory_supersede", {"new_id": theirs["memory"]["id"]}),
+                    (
+                        "memory_supersede",
+                        {"new_id": theirs["memory"]["id"], "expected_version": 1},
+                    ),
                 ):
                     key = "old_id" if tool == "memory_supersede" else "memory_id"
                     error = await fails(bob, tool, "not_found", **{key: foreign}, **args)
@@ -429,7 +434,8 @@ def test_api_003_session_tools_through_quipu_serve(
     tmp_path: Path, local_embedder: LocalEmbedder
 ) -> None:
     """session_append, session_history and memory_promote on the app `quipu serve` runs."""
-    from quipu.composition import build_server, load_settings
+    from quipu.composition import load_settings
+    from quipu.surfaces.http.server import build_server
 
     settings = load_settings({"database": str(tmp_path / "srv.db")}, environ={})
     app, runtime = build_server(settings, local_embedder)

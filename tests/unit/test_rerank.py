@@ -12,9 +12,11 @@ import pytest
 from tokenizers import Tokenizer
 
 import quipu
+from quipu.core.limits import Limits
 from quipu.core.records import Principal
 from quipu.embeddings.local import LocalEmbedder
 from quipu.errors import ConfigurationError
+from quipu.memories import MemoryService
 from quipu.retrieval.rerank import (
     PACKAGED,
     PACKAGED_SHA256,
@@ -24,7 +26,6 @@ from quipu.retrieval.rerank import (
     packaged_directory,
     rerank_sessions,
 )
-from quipu.service import Limits, MemoryService
 
 
 @pytest.fixture(scope="module")

@@ -26,11 +26,11 @@ from quipu.core.auth import (
     parse_credential,
 )
 from quipu.core.records import Principal, Role
-from quipu.core.scopes import TENANT_WRITE_GRANT
+from quipu.core.scopes import REVIEW_GRANT, TENANT_WRITE_GRANT
 from quipu.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from quipu.storage.base import Store
 
-GRANTS = frozenset({TENANT_WRITE_GRANT})
+GRANTS = frozenset({TENANT_WRITE_GRANT, REVIEW_GRANT})
 #: Write ``last_used_at`` at most this often per key, so reads stay read-only in the common case.
 TOUCH_INTERVAL = timedelta(seconds=60)
 
@@ -89,7 +89,7 @@ class Access:
             role=role_v,
             created_at=self._clock(),
             name=name,
-            agent_id=validate.optional_id(agent_id, field="agent_id"),
+            agent_id=None if agent_id is None else validate.agent_id(agent_id),
             user_id=validate.optional_id(user_id, field="user_id"),
             grants=frozenset(grants),
             expires_at=expires_at,
@@ -142,7 +142,7 @@ class Access:
             kind="run_token",
             role=Role.AGENT,
             created_at=now,
-            agent_id=validate.identifier(agent_id, field="agent_id"),
+            agent_id=validate.agent_id(agent_id),
             user_id=validate.optional_id(user_id, field="user_id"),
             parent_key_id=principal.key_id,
             expires_at=now + ttl,
@@ -202,6 +202,7 @@ class Access:
             user_id=credential.user_id,
             grants=credential.grants,
             surface=surface,
+            parent_key_id=credential.parent_key_id,
         )
 
     # -- helpers -----------------------------------------------------------------------------

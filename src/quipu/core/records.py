@@ -85,6 +85,16 @@ class Principal:
     user_id: str | None = None
     grants: frozenset[str] = frozenset()
     surface: str = "library"
+    parent_key_id: str | None = None
+    """For a run token, the service key that minted it."""
+
+    @property
+    def rate_key(self) -> str:
+        """The bucket a write spends from (issue 20 defect 12): a key's own, or for a run token
+        its service key's and subject's together, so minting a fresh token resets nothing."""
+        if self.parent_key_id is None:
+            return self.key_id
+        return f"{self.parent_key_id}\x1f{self.agent_id or ''}\x1f{self.user_id or ''}"
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from quipu.errors import Forbidden, InvalidInput
 
 GLOBAL_TENANT = "__global__"
 TENANT_WRITE_GRANT = "tenant:write"
+#: Lets a non-admin key release memories from quarantine (LIFE-6) and review model output.
+REVIEW_GRANT = "memory:review"
 
 
 def parse_scope(value: str | Scope) -> Scope:
@@ -61,3 +63,9 @@ def _required(value: str | None, scope: Scope, what: str) -> str:
             details={"scope": scope.value, "missing": what},
         )
     return value
+
+
+def is_reviewer(principal: Principal) -> bool:
+    """Whether the principal may release quarantined memories: an admin, a superadmin, or a key
+    holding the ``memory:review`` grant. A writer never reviews its own writes by default."""
+    return principal.role in (Role.ADMIN, Role.SUPERADMIN) or REVIEW_GRANT in principal.grants

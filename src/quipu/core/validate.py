@@ -1,15 +1,26 @@
 """Input validation shared by every surface (MEM-5, RECALL-2, SAFE-5). Pure.
 
-Each check raises :class:`InvalidInput` with a stable code naming what was wrong.
+Each check raises :class:`InvalidInput` with a stable code naming what was wrong and, in
+``details.field``, where (a path such as ``metadata.owner.name`` or ``tags[2]``).
+
+The rules for anything that reaches storage (issue 20): strings are valid Unicode scalar
+values (no lone surrogate) without NUL, free text is NFC-normalised and bounded; JSON values
+are objects, arrays, strings, finite numbers within ±2**53, booleans and null, nested at most
+:data:`MAX_JSON_DEPTH` deep with at most :data:`MAX_JSON_KEYS` keys in all; identifiers match
+:data:`ID_PATTERN`. :func:`stored_strings` checks a whole record the same way, whatever path
+built it, so the stores can re-check every write (``quipu.storage.admission``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Iterable
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
 from quipu.errors import InvalidInput
@@ -18,6 +29,44 @@ E = TypeVar("E", bound=StrEnum)
 
 MAX_LABEL_CHARS = 128
 MAX_ID_CHARS = 128
+#: Deepest nesting of a JSON value (metadata, audit details): ``{"a": {"b": 1}}`` is 2 deep.
+MAX_JSON_DEPTH = 8
+#: Keys in one JSON value, counted over every nested object.
+MAX_JSON_KEYS = 256
+#: Largest magnitude of a JSON integer: what every JSON client reads exactly (2**53).
+MAX_JSON_INT = 2**53
+#: Identifiers a caller chooses (session, run, project, agent and user ids): ASCII letters and
+#: digits first, then also ``. _ : @ + = ~ -``; no space, slash, quote or control character,
+#: so ids never contain the separators stored keys are joined with and fit a URL path segment.
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=~-]{0,127}")
+#: Model and prompt version names may also hold ``/`` (``org/model:tag``).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=~/-]{0,127}")
+
+
+def string_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored (``"nul"``, ``"lone_surrogate"``), or None."""
+    if "\x00" in value:
+        return "nul"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "lone_surrogate"
+    return None
+
+
+def _bad_string(field: str, problem: str) -> InvalidInput:
+    what = "a NUL character" if problem == "nul" else "a lone surrogate (not valid Unicode)"
+    return InvalidInput(
+        f"{field} holds {what}", code="invalid_text", details={"field": field, "problem": problem}
+    )
+
+
+def clean_string(value: str, field: str) -> str:
+    """``value`` NFC-normalised, refused when it holds NUL or a lone surrogate."""
+    problem = string_problem(value)
+    if problem is not None:
+        raise _bad_string(field, problem)
+    return unicodedata.normalize("NFC", value)
 
 
 def text(value: object, *, max_bytes: int, field: str = "text") -> str:
@@ -29,20 +78,8 @@ def text(value: object, *, max_bytes: int, field: str = "text") -> str:
         raise InvalidInput(
             f"{field} must not be blank", code="invalid_text", details={"field": field}
         )
-    if "\x00" in value:
-        raise InvalidInput(
-            f"{field} must not contain NUL characters",
-            code="invalid_text",
-            details={"field": field},
-        )
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInput(
-            f"{field} is not valid Unicode (lone surrogate)",
-            code="invalid_text",
-            details={"field": field},
-        ) from None
+    value = clean_string(value, field)
+    size = len(value.encode("utf-8"))
     if size > max_bytes:
         raise InvalidInput(
             f"{field} is {size} bytes; the limit is {max_bytes}",
@@ -56,18 +93,16 @@ def query(value: object, *, max_chars: int) -> str:
     """RECALL-2: checked before anything is embedded."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("query must be a non-blank string", code="invalid_query")
-    if "\x00" in value:
-        raise InvalidInput("query must not contain NUL characters", code="invalid_query")
+    if string_problem(value) is not None:
+        raise InvalidInput(
+            "query must be valid Unicode without NUL characters", code="invalid_query"
+        )
     if len(value) > max_chars:
         raise InvalidInput(
             f"query is {len(value)} characters; the limit is {max_chars}",
             code="query_too_long",
             details={"chars": len(value), "limit": max_chars},
         )
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput("query is not valid Unicode", code="invalid_query") from None
     return value
 
 
@@ -78,11 +113,12 @@ def labels(value: object, *, field: str, max_count: int) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise InvalidInput(f"{field} must be a list of strings", details={"field": field})
     out: list[str] = []
-    for item in value:
-        if not isinstance(item, str) or not item.strip() or "\x00" in item:
+    for at, raw in enumerate(value):
+        if not isinstance(raw, str) or not raw.strip():
             raise InvalidInput(
-                f"each of {field} must be a non-blank string", details={"field": field}
+                f"each of {field} must be a non-blank string", details={"field": f"{field}[{at}]"}
             )
+        item = clean_string(raw, f"{field}[{at}]")
         if len(item) > MAX_LABEL_CHARS:
             raise InvalidInput(
                 f"each of {field} must be at most {MAX_LABEL_CHARS} characters",
@@ -104,11 +140,12 @@ def metadata(value: object, *, max_bytes: int) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput("metadata must be a JSON object", code="invalid_metadata")
+    json_value(value, field="metadata")
     try:
         raw = json.dumps(value, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"metadata must be plain JSON: {exc}", code="invalid_metadata") from None
-    if len(raw.encode("utf-8", "surrogatepass")) > max_bytes:
+    if len(raw.encode("utf-8")) > max_bytes:
         raise InvalidInput(
             f"metadata is larger than {max_bytes} bytes",
             code="metadata_too_large",
@@ -176,18 +213,163 @@ def instant(value: object, *, field: str) -> datetime | None:
         ) from None
 
 
-def identifier(value: object, *, field: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > MAX_ID_CHARS or "\x00" in value:
+def identifier(value: object, *, field: str, pattern: re.Pattern[str] = ID_PATTERN) -> str:
+    """An id a caller chose: :data:`ID_PATTERN` (1 to 128 characters)."""
+    if not isinstance(value, str) or pattern.fullmatch(value) is None:
         raise InvalidInput(
-            f"{field} must be a non-empty string of at most {MAX_ID_CHARS} characters",
+            f"{field} must be 1 to {MAX_ID_CHARS} characters: ASCII letters and digits, then"
+            f" also {'. _ : @ + = ~ - /' if pattern is NAME_PATTERN else '. _ : @ + = ~ -'}",
             code="invalid_id",
             details={"field": field},
         )
     return value
 
 
+#: The shape of an API key's id (``core.auth.new_secret``): an agent id may not take it, so the
+#: ``agent`` scope of a key without an agent id is never another agent's (issue 20 defect 7).
+KEY_ID_SHAPE = re.compile(r"[0-9a-f]{16}")
+
+
+def agent_id(value: object) -> str:
+    """An agent id: :data:`ID_PATTERN`, and not shaped like a key id (:data:`KEY_ID_SHAPE`)."""
+    ident = identifier(value, field="agent_id")
+    if KEY_ID_SHAPE.fullmatch(ident):
+        raise InvalidInput(
+            "agent_id may not have the shape of a key id (16 hexadecimal digits)",
+            code="invalid_id",
+            details={"field": "agent_id"},
+        )
+    return ident
+
+
 def optional_id(value: object, *, field: str) -> str | None:
     return None if value is None else identifier(value, field=field)
+
+
+def optional_name(value: object, *, field: str) -> str | None:
+    """A model or prompt version name: :data:`NAME_PATTERN`, or None."""
+    return None if value is None else identifier(value, field=field, pattern=NAME_PATTERN)
+
+
+def json_value(value: object, *, field: str) -> None:
+    """Refuse a JSON value that storage must not hold (see the module docstring). The walk
+    stops at :data:`MAX_JSON_DEPTH`, so no input can exhaust the interpreter's stack."""
+    keys = 0
+    for path, item, depth in _json_items(value, field, 0):
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidInput(
+                f"{field} is nested more than {MAX_JSON_DEPTH} deep",
+                code="invalid_metadata",
+                details={"field": path, "limit": MAX_JSON_DEPTH},
+            )
+        if isinstance(item, dict):
+            keys += len(item)
+            if keys > MAX_JSON_KEYS:
+                raise InvalidInput(
+                    f"{field} holds more than {MAX_JSON_KEYS} keys",
+                    code="invalid_metadata",
+                    details={"field": field, "limit": MAX_JSON_KEYS},
+                )
+        elif isinstance(item, str):
+            problem = string_problem(item)
+            if problem is not None:
+                raise _bad_string(path, problem)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if abs(item) > MAX_JSON_INT:
+                raise InvalidInput(
+                    f"{path} is outside ±2**53",
+                    code="invalid_metadata",
+                    details={"field": path},
+                )
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidInput(
+                    f"{path} is not a finite number",
+                    code="invalid_metadata",
+                    details={"field": path},
+                )
+        elif not isinstance(item, list):
+            raise InvalidInput(
+                f"{path} is not a JSON value", code="invalid_metadata", details={"field": path}
+            )
+
+
+def _json_items(value: object, path: str, depth: int) -> Iterator[tuple[str, object, int]]:
+    """(path, value, depth) of ``value`` and everything inside it, parents first; a container
+    past :data:`MAX_JSON_DEPTH` is yielded but not entered."""
+    stack: list[tuple[str, object, int]] = [(path, value, depth)]
+    while stack:
+        where, item, level = stack.pop()
+        yield where, item, level
+        if level > MAX_JSON_DEPTH:
+            continue
+        if isinstance(item, dict):
+            for key, inner in reversed(list(item.items())):
+                if not isinstance(key, str):
+                    raise InvalidInput(
+                        f"{where} has a key that is not a string",
+                        code="invalid_metadata",
+                        details={"field": where},
+                    )
+                yield f"{where}.{key}", key, level + 1
+                stack.append((f"{where}.{key}", inner, level + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                (f"{where}[{i}]", inner, level + 1) for i, inner in reversed(list(enumerate(item)))
+            )
+
+
+def stored_strings(record: object, field: str = "") -> Iterator[tuple[str, str]]:
+    """Every string inside ``record`` (a dataclass, mapping, sequence or scalar) with its path,
+    each checked like :func:`clean_string` (NUL and lone surrogates refused); JSON-shaped parts
+    are also bounded like :func:`json_value`. Enum values and times are skipped."""
+    for path, item, depth in _record_items(record, field, 0):
+        if depth > MAX_JSON_DEPTH + 2:  # the record and its field hold the JSON root
+            raise InvalidInput(
+                f"{path} is nested more than {MAX_JSON_DEPTH} deep",
+                code="invalid_metadata",
+                details={"field": path, "limit": MAX_JSON_DEPTH},
+            )
+        if isinstance(item, str) and not isinstance(item, Enum):
+            problem = string_problem(item)
+            if problem is not None:
+                raise _bad_string(path or "value", problem)
+            yield path, item
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > 2**63 - 1:
+            raise InvalidInput(
+                f"{path} is out of range", code="invalid_metadata", details={"field": path}
+            )
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InvalidInput(
+                f"{path} is not a finite number", code="invalid_metadata", details={"field": path}
+            )
+
+
+def _record_items(record: object, path: str, depth: int) -> Iterator[tuple[str, object, int]]:
+    stack: list[tuple[str, object, int]] = [(path, record, depth)]
+    while stack:
+        where, item, level = stack.pop()
+        yield where, item, level
+        if level > MAX_JSON_DEPTH + 2:
+            continue
+        prefix = f"{where}." if where else ""
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack.extend(
+                (f"{prefix}{f.name}", getattr(item, f.name), level + 1)
+                for f in reversed(dataclasses.fields(item))
+            )
+        elif isinstance(item, dict):
+            for key, inner in reversed(list(item.items())):
+                yield f"{prefix}{key}", key, level + 1
+                stack.append((f"{prefix}{key}", inner, level + 1))
+        elif isinstance(item, list | tuple | frozenset | set):
+            ordered = sorted(item, key=str) if isinstance(item, frozenset | set) else list(item)
+            stack.extend(
+                (f"{where}[{i}]", inner, level + 1)
+                for i, inner in reversed(list(enumerate(ordered)))
+            )
 
 
 def bounded_int(value: object, *, field: str, low: int, high: int) -> int:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from quipu.client import Quipu
+from quipu.core.limits import Limits
 from quipu.core.records import Status
+from quipu.embedded import Quipu
 from quipu.errors import QuipuError
-from quipu.service import Limits
 
 #: The settings that shape a ranking, reported with every benchmark run.
 RANKING_SETTINGS = (

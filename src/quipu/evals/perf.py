@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from quipu.client import Quipu
 from quipu.core.records import (
     Kind,
     MemoryVersion,
@@ -37,6 +36,7 @@ from quipu.core.records import (
 )
 from quipu.core.scopes import resolve_scope
 from quipu.core.text import content_hash
+from quipu.embedded import Quipu
 from quipu.embeddings.base import Embedder
 from quipu.evals.metrics import percentile
 
@@ -149,7 +149,7 @@ def ingest(
     texts = [sentence(rng) for _ in range(n)]
     started = time.perf_counter()
     for i, text in enumerate(texts, start=1):
-        mem.remember(text, scope="agent", defer_embedding=defer_embedding)
+        mem.service.remember(mem.principal, text, scope="agent", defer_embedding=defer_embedding)
         if progress is not None and i % 100 == 0:
             progress(i)
     elapsed = time.perf_counter() - started

@@ -9,7 +9,7 @@ from quipu.extraction.base import Extractor
 from quipu.jobs.promotion import Promoter, PromotionConfig, sweep
 from quipu.jobs.queue import JobQueue, Lease
 from quipu.jobs.worker import Handler, Periodic, Worker
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.sessions import PROMOTE
 from quipu.settings import Settings
 
@@ -23,7 +23,7 @@ def build_worker(
     settings: Settings, service: MemoryService, queue: JobQueue, extractor: Extractor
 ) -> Worker:
     promoter = Promoter(
-        service,
+        service.for_jobs(),
         extractor,
         PromotionConfig(
             min_confidence=settings.promotion_min_confidence,

@@ -1,7 +1,25 @@
 """Promotion: compile a session's turns into long-term memories with no remember call
 (PROMO-1..6). Idempotent by session fingerprint; survivors gated by confidence and a cap,
 scrubbed of secrets, embedded at write time; exact duplicates are no-ops; a near duplicate of an
-earlier *promoted* memory supersedes it, never an explicit one."""
+earlier *promoted* memory supersedes it, never an explicit one.
+
+Hardened by issue 20:
+
+- The job's writes are not a caller's requests: the worker hands the promoter the memory
+  service without the per-key request rate limit (#6). A transient refusal (rate limited,
+  store busy, embedder down) ends the attempt as a retry, never as a dropped memory, and
+  leaves the session to be promoted again; a quota refusal is counted (PROMO-5).
+- Every outcome, a no-op and an early failure included, writes the session's watermark, so
+  the sweep does not offer the same turns again in a loop (JOB-2, #15).
+- A candidate this session already promoted is never written again, whatever that memory's
+  status now (superseded, forgotten, quarantined): a re-run after a crash or a re-promotion
+  never makes a second family (#14, PROMO-2). A planned supersede is recorded in the job's
+  checkpoint before the write, so a re-run finishes it.
+- A principal with a user and no agent (a ``user``-role key) promotes into its ``user``
+  scope; one with no user into its ``agent`` scope (#15).
+- A model compile is reserved from the tenant's budget only when one will run; a reservation
+  the run did not use is given back (#15).
+"""
 
 from __future__ import annotations
 
@@ -10,19 +28,33 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from quipu.core.jobs import Job
 from quipu.core.query import Filters
-from quipu.core.records import Principal, Role, Source, Status
+from quipu.core.records import MemoryVersion, Principal, Role, ScopeRef, Source, Status
 from quipu.core.scopes import resolve_scope
-from quipu.core.sessions import SessionKey, Watermark, session_fingerprint
+from quipu.core.sessions import (
+    FAILED,
+    NOOP,
+    OVER_BUDGET,
+    PROMOTED,
+    RETRY,
+    SessionKey,
+    SessionTurn,
+    Watermark,
+    session_fingerprint,
+)
+from quipu.core.text import content_hash, fold
 from quipu.errors import LimitExceeded, QuipuError
-from quipu.extraction.base import Extractor, Turn
-from quipu.jobs.queue import Lease
+from quipu.extraction.base import ExtractionResult, Extractor, Turn
+from quipu.jobs.queue import Lease, LeaseLost
 from quipu.jobs.worker import Retryable
+from quipu.memories import MemoryService
 from quipu.safety import scrub_secrets
-from quipu.service import MemoryService
+from quipu.sessions import promotion_job
 
 #: Cosine similarity at which a new promoted memory replaces an earlier promoted one.
 NEAR_DUPLICATE = 0.90
+SUPERSEDE_REASON = "promotion: newer statement of the same fact"
 
 
 @dataclass(frozen=True)
@@ -34,6 +66,21 @@ class PromotionConfig:
     budget_per_hour: int = 0
 
 
+def promotion_scope(configured: str, principal: Principal) -> str:
+    """The scope a principal's promoted memories go to: the configured one when the principal
+    can own it. ``agent_user`` needs an agent and a user: without a user it is ``agent``, and
+    without an agent (a ``user``-role key) it is ``user``; ``user`` without a user is
+    ``agent``."""
+    if configured == "agent_user":
+        if not principal.user_id:
+            return "agent"
+        if not principal.agent_id:
+            return "user"
+    if configured == "user" and not principal.user_id:
+        return "agent"
+    return configured
+
+
 class Promoter:
     def __init__(
         self,
@@ -42,6 +89,8 @@ class Promoter:
         config: PromotionConfig | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
+        """``memory``: the service the job writes through. The worker passes
+        :meth:`MemoryService.for_jobs`, without the per-key request rate limit."""
         self.memory = memory
         self.store = memory.store
         self.extractor = extractor
@@ -50,27 +99,53 @@ class Promoter:
 
     def handle(self, lease: Lease) -> dict[str, Any]:
         job = lease.job
-        p = job.payload
-        key = SessionKey(job.tenant_id, p["owner"], p["session_id"])
-        now = self._clock()
-        turns = self.store.session_turns(key, 0, self.config.max_turns, now)
-        if len(turns) <= 1:
-            return {"outcome": "noop", "turns": len(turns)}
+        key = SessionKey(job.tenant_id, job.payload["owner"], job.payload["session_id"])
+        turns = self.store.session_turns(key, 0, self.config.max_turns, self._clock())
         fingerprint = session_fingerprint(turns)
+        last_seq = turns[-1].seq if turns else 0
+        try:
+            status, outcome = self._promote(lease, key, turns, fingerprint)
+        except LeaseLost:
+            raise  # another worker holds the job now; it writes the marker
+        except Exception as exc:
+            # JOB-2: a failure advances the marker too. A transient one is a retry (the queue
+            # backs off; the sweep offers the session again later), never "promoted".
+            transient = _transient(exc)
+            reason = exc.code if isinstance(exc, QuipuError) else type(exc).__name__
+            self._mark(
+                key, fingerprint, last_seq, RETRY if transient else FAILED, {"reason": reason}
+            )
+            if transient and isinstance(exc, QuipuError) and not exc.transient:
+                raise Retryable(f"refused for now: {exc.message}", code=exc.code) from exc
+            raise
+        if status is not None:
+            self._mark(key, fingerprint, last_seq, status, outcome)
+        return outcome
+
+    def _promote(
+        self, lease: Lease, key: SessionKey, turns: list[SessionTurn], fingerprint: str
+    ) -> tuple[str | None, dict[str, Any]]:
+        """(the watermark status to record or None to keep the mark, the job's result)."""
+        job = lease.job
+        if len(turns) <= 1:
+            self._give_back(job)
+            return NOOP, {"outcome": NOOP, "turns": len(turns)}
         mark = self.store.get_watermark(key)
-        if mark is not None and mark.fingerprint == fingerprint and mark.status == "promoted":
-            return {"outcome": "unchanged", "turns": len(turns)}
-        if getattr(self.extractor, "uses_model", False) and not p.get("budget_reserved"):
-            window = now.replace(minute=0, second=0, microsecond=0)
+        if mark is not None and mark.fingerprint == fingerprint and mark.status == PROMOTED:
+            self._give_back(job)
+            return None, {"outcome": "unchanged", "turns": len(turns)}
+        if getattr(self.extractor, "uses_model", False) and not _holds_reservation(job):
+            window = self._clock().replace(minute=0, second=0, microsecond=0)
             if not self.store.reserve_budget(key.tenant_id, window, self.config.budget_per_hour):
-                self._mark(key, fingerprint, turns[-1].seq, "over_budget", {})
-                return {"outcome": "over_budget", "turns": len(turns)}
+                return OVER_BUDGET, {"outcome": OVER_BUDGET, "turns": len(turns)}
         result = self.extractor.run([Turn(t.role, t.content, t.seq, t.created_at) for t in turns])
         if result.failure is not None:
-            self._mark(key, fingerprint, turns[-1].seq, "failed", {"reason": result.failure.code})
             if result.failure.retryable:
-                raise Retryable(f"extraction failed: {result.failure.message}")
-            return {"outcome": "failed", "reason": result.failure.code}
+                raise Retryable(
+                    f"extraction failed: {result.failure.message}", code=result.failure.code
+                )
+            return FAILED, {"outcome": "failed", "reason": result.failure.code}
+        p = job.payload
         principal = Principal(
             tenant_id=job.tenant_id,
             key_id=p["key_id"],
@@ -81,11 +156,10 @@ class Promoter:
             surface="promotion",
         )
         counts = self._write(principal, key, result, lease)
-        self._mark(key, fingerprint, turns[-1].seq, "promoted", counts)
-        return {"outcome": "promoted", "turns": len(turns), **counts}
+        return PROMOTED, {"outcome": PROMOTED, "turns": len(turns), **counts}
 
     def _write(
-        self, principal: Principal, key: SessionKey, result: Any, lease: Lease
+        self, principal: Principal, key: SessionKey, result: ExtractionResult, lease: Lease
     ) -> dict[str, int]:
         counts = {
             "candidates": len(result.candidates),
@@ -102,11 +176,22 @@ class Promoter:
         counts["below_confidence"] = len(result.candidates) - len(kept)
         kept.sort(key=lambda c: -c.confidence)
         counts["over_cap"] = max(0, len(kept) - self.config.max_candidates)
-        scope = self._scope(principal)
+        scope = promotion_scope(self.config.scope, principal)
+        ref = resolve_scope(principal, scope)
+        counts["superseded"] += self._finish_pending(principal, ref, key, lease)
         for candidate in kept[: self.config.max_candidates]:
             text, _ = scrub_secrets(candidate.text)
             quote, _ = scrub_secrets(candidate.quote)
-            previous = self._near_promoted(principal, scope, candidate.supersedes_hint or text)
+            if self._promoted_before(ref, key.session_id, text) is not None:
+                counts["duplicates"] += 1
+                continue
+            previous = self._near_promoted(ref, candidate.supersedes_hint or text)
+            if previous is not None:
+                # Recorded before the write: a crash between the write and the supersede
+                # leaves the re-run enough to finish it (_finish_pending).
+                lease.heartbeat(
+                    {"written": counts["created"], "pending": {"previous": previous, "text": text}}
+                )
             try:
                 written = self.memory.remember(
                     principal,
@@ -121,33 +206,69 @@ class Promoter:
                     prompt_version=result.prompt_version,
                     observed_at=None,
                 )
-            except LimitExceeded:
-                counts["dropped_quota"] += 1
-                continue
-            except QuipuError:
-                counts["rejected"] += 1
+            except QuipuError as exc:
+                if _transient(exc):
+                    raise
+                if isinstance(exc, LimitExceeded):
+                    counts["dropped_quota"] += 1
+                else:
+                    counts["rejected"] += 1
                 continue
             if not written.created:
                 counts["duplicates"] += 1
-                continue
-            counts["created"] += 1
-            if previous is not None and previous != written.memory.id:
-                self.memory.supersede(
-                    principal,
-                    previous,
-                    written.memory.id,
-                    reason="promotion: newer statement of the same fact",
-                )
-                counts["superseded"] += 1
-            lease.heartbeat({"written": counts["created"]})
+            else:
+                counts["created"] += 1
+                if previous is not None and previous != written.memory.id:
+                    self.memory.supersede(
+                        principal, previous, written.memory.id, reason=SUPERSEDE_REASON
+                    )
+                    counts["superseded"] += 1
+            if previous is not None or written.created:
+                lease.heartbeat({"written": counts["created"]})
         return counts
 
-    def _near_promoted(self, principal: Principal, scope: str, text: str) -> str | None:
+    def _finish_pending(
+        self, principal: Principal, ref: ScopeRef, key: SessionKey, lease: Lease
+    ) -> int:
+        """Finish the supersede an earlier attempt of this job planned but may not have made
+        (it was killed between the two writes). 1 when it made one now."""
+        pending = lease.job.checkpoint.get("pending")
+        if not isinstance(pending, dict):
+            return 0
+        made = 0
+        written = self._promoted_before(ref, key.session_id, str(pending.get("text", "")))
+        previous = self.store.get(ref, str(pending.get("previous", "")))
+        if (
+            written is not None
+            and written.status is Status.ACTIVE
+            and previous is not None
+            and previous.id != written.id
+            and previous.status is Status.ACTIVE
+            and previous.source is Source.PROMOTED
+        ):
+            self.memory.supersede(principal, previous.id, written.id, reason=SUPERSEDE_REASON)
+            made = 1
+        lease.heartbeat({"written": 0})
+        return made
+
+    def _promoted_before(self, ref: ScopeRef, session_id: str, text: str) -> MemoryVersion | None:
+        """The memory this session already promoted with exactly ``text``, in any status: the
+        idempotency key of a candidate is (scope, session, normalised text)."""
+        keys = [
+            k
+            for k, label in self.store.exact_candidates(ref, fold(text), content_hash(text))
+            if label == "text"
+        ]
+        for row in self.store.load(keys).values():
+            if row.source is Source.PROMOTED and row.provenance.session_id == session_id:
+                return row
+        return None
+
+    def _near_promoted(self, ref: ScopeRef, text: str) -> str | None:
         """The id of an active *promoted* memory nearly equal to ``text`` (never explicit)."""
         embedder = self.memory.embedder
         if embedder is None:
             return None
-        ref = resolve_scope(principal, scope)
         vector = embedder.embed_batch([text])[0]
         flt = Filters(statuses=frozenset({Status.ACTIVE}), sources=frozenset({Source.PROMOTED}))
         found, _ = self.store.vector_candidates(ref, vector, flt, 1)
@@ -158,47 +279,43 @@ class Promoter:
             return None
         return loaded.id
 
-    def _scope(self, principal: Principal) -> str:
-        if self.config.scope == "agent_user" and not principal.user_id:
-            return "agent"
-        return self.config.scope
+    def _give_back(self, job: Job) -> None:
+        """Return the compile the request reserved when this run does not compile."""
+        if _holds_reservation(job):
+            window = datetime.fromisoformat(str(job.payload["budget_window"]))
+            self.store.release_budget(job.tenant_id, window)
 
     def _mark(
         self, key: SessionKey, fingerprint: str, last_seq: int, status: str, details: dict[str, Any]
     ) -> None:
-        """Advance the eligibility marker on every outcome (JOB-2)."""
+        """Advance the eligibility marker (JOB-2)."""
         self.store.set_watermark(
             key, Watermark(fingerprint, last_seq, status, self._clock(), dict(details))
         )
 
 
+def _holds_reservation(job: Job) -> bool:
+    """The promote request reserved this job's compile; it covers the first attempt only."""
+    return bool(job.payload.get("budget_reserved")) and job.attempts <= 1
+
+
+def _transient(exc: BaseException) -> bool:
+    """A refusal worth another attempt: a transient error, a rate limit, or anything that is
+    not one of Quipu's typed errors (a driver's lost connection, a locked database)."""
+    if isinstance(exc, QuipuError):
+        return exc.transient or (isinstance(exc, LimitExceeded) and exc.code == "rate_limited")
+    return isinstance(exc, Exception)
+
+
 def sweep(
     memory: MemoryService, idle_for: timedelta, limit: int, clock: Callable[[], datetime]
 ) -> dict[str, Any]:
-    """Enqueue promotion of idle sessions, nearest expiry first (PROMO-1, PROMO-6)."""
-    from quipu.core.jobs import NewJob
-    from quipu.sessions import PROMOTE
-
+    """Enqueue promotion of idle sessions: each tenant's nearest expiry first (PROMO-6), the
+    tenants taking turns. Each job acts as the subject that last wrote its session."""
     now = clock()
     store = memory.store
     queued = 0
     for idle in store.idle_sessions(now - idle_for, now, limit):
-        agent, _, user = idle.key.owner.partition("\x1f")
-        payload: dict[str, Any] = {
-            "session_id": idle.key.session_id,
-            "owner": idle.key.owner,
-            "key_id": "promotion-sweep",
-            "role": Role.AGENT.value,
-            "agent_id": agent,
-            "user_id": user or None,
-            "surface": "sweep",
-            "grants": [],
-        }
-        _, created = store.enqueue_job(
-            NewJob(
-                idle.key.tenant_id, PROMOTE, f"{idle.key.owner}\x1f{idle.key.session_id}", payload
-            ),
-            now,
-        )
+        _, created = store.enqueue_job(promotion_job(idle.key, idle.writer), now)
         queued += int(created)
     return {"queued": queued}

@@ -96,12 +96,16 @@ def session_aggregate(
         session = sessions.get(key)
         if session is not None:
             members.setdefault(session, []).append(score)
-    gain = {
-        session: tau * math.log(sum(math.exp((v - max(values)) / tau) for v in values))
-        for session, values in members.items()
-    }
+    gain = {session: session_gain(values, tau) for session, values in members.items()}
     scored = [
         (key, score + weight * gain.get(sessions.get(key, ""), 0.0), found)
         for key, score, found in fused
     ]
     return sorted(scored, key=lambda item: (-item[1], item[0]))
+
+
+def session_gain(scores: Sequence[float], tau: float = 0.05) -> float:
+    """A soft count of a session's near-best candidates: ``tau * log sum exp((v - best) / tau)``
+    over its candidates' scores (0 for a lone candidate; the retrieval lab scores with it too)."""
+    best = max(scores)
+    return tau * math.log(sum(math.exp((v - best) / tau) for v in scores))

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 from quipu.core.auth import AuditEvent, Credential, Tenant
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.query import Candidate, Cursor, Filters, Page
-from quipu.core.records import MemoryVersion, ScopeRef, WriteResult
-from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
+from quipu.core.records import MemoryVersion, Principal, ScopeRef, WriteResult
+from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
 from quipu.core.versions import Change
 from quipu.retrieval.vectors import Vector as Vector  # noqa: PLC0414 (re-exported)
 
@@ -95,10 +95,16 @@ class Store(Protocol):
         """
 
     def supersede(
-        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+        self,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
         """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``); returns the old's new
-        version."""
+        version. With ``expected_version``, a newer current version is a 409 (LIFE-2)."""
 
     def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
         """Insert exported versions verbatim (same ids, versions and times); skip ones present."""
@@ -189,24 +195,34 @@ class Store(Protocol):
     def append_turn(
         self,
         key: SessionKey,
+        writer: Principal,
         role: str,
         content: str,
         metadata: dict[str, Any],
         created_at: datetime,
         expires_at: datetime,
+        bounds: SessionBounds,
     ) -> SessionTurn:
-        """Append with the next sequence number of that session (total, deterministic order)."""
+        """Append with the next sequence number of that session (total, deterministic order),
+        and record ``writer`` as the session's last writer (a sweep promotion acts as it).
+
+        Raises LimitExceeded ``quota_exceeded`` when the turn would pass ``bounds``; the check
+        and the insert are one serialised transaction, and the subject's expired turns are
+        pruned first when a bound is reached."""
 
     def session_turns(
         self, key: SessionKey, after_seq: int, limit: int, now: datetime
     ) -> list[SessionTurn]:
         """Unexpired turns after ``after_seq``, in order."""
 
-    def prune_turns(self, now: datetime, limit: int) -> int: ...
+    def prune_turns(self, now: datetime, limit: int) -> int:
+        """Delete up to ``limit`` expired turns and release what they held against the bounds."""
 
-    def idle_sessions(
-        self, idle_before: datetime, now: datetime, limit: int
-    ) -> list[IdleSession]: ...
+    def idle_sessions(self, idle_before: datetime, now: datetime, limit: int) -> list[IdleSession]:
+        """Sessions with no turn since ``idle_before`` that have turns newer than their
+        watermark, or whose last promotion should be tried again (``RETRY_LATER``, marked
+        before ``idle_before``). Fair across tenants: each tenant's sessions nearest expiry
+        first (PROMO-6), the tenants taking turns, so one tenant cannot fill the page."""
 
     def get_watermark(self, key: SessionKey) -> Watermark | None: ...
 
@@ -250,6 +266,9 @@ class Store(Protocol):
     ) -> list[Job]: ...
 
     def reserve_budget(self, tenant_id: str, window_start: datetime, limit: int) -> bool: ...
+
+    def release_budget(self, tenant_id: str, window_start: datetime) -> None:
+        """Give back one reserved model call of that window (no compile ran for it)."""
 
     def take_rate_token(self, key_id: str, rate: float, burst: int, now: datetime) -> float:
         """One token of the key's write bucket, shared by every process on this store:

@@ -8,9 +8,11 @@ successor in the same batch, as the SQLite backend does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import numpy as np
+import psycopg
 
 from quipu.core.lifecycle import LIVE
 from quipu.core.records import MemoryVersion, Scope, ScopeRef
@@ -19,6 +21,7 @@ from quipu.core.text import fold
 from quipu.core.versions import import_order, valid_to
 from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
 from quipu.storage.base import Vector
+from quipu.storage.decode import decode_row
 from quipu.storage.postgres.rows import (
     COLUMNS,
     KEY_SPAN,
@@ -30,10 +33,21 @@ from quipu.storage.postgres.rows import (
     to_values,
     tsvector_literal,
 )
-from quipu.storage.postgres.search import track_terms
+from quipu.storage.postgres.search import SearchPlan, track_terms
 
-if TYPE_CHECKING:
-    from quipu.storage.postgres.store import PostgresStore
+
+class PostgresStore(Protocol):
+    """What bulk import and export use of :class:`quipu.storage.postgres.store.PostgresStore`
+    (named here, not imported: the store calls this module)."""
+
+    plan: SearchPlan
+
+    def _conn(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+    def _tx(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+    def _tenant_number(self, tenant_id: str) -> int: ...
+
 
 #: Types of the staging table's columns, in :data:`WRITE_COLUMNS` order. ``terms``, ``metadata``
 #: and ``provenance`` travel as text (binary COPY) and are cast on the final insert.
@@ -232,11 +246,11 @@ def export_versions(
             params,
         )
         for r in cur:
+            memory = decode_row(to_record, r, r[0])
+            if memory is None:
+                continue
             vector = r[28]
-            yield (
-                to_record(r),
-                None if vector is None else np.array(vector.to_numpy(), dtype=np.float32),
-            )
+            yield memory, None if vector is None else np.array(vector.to_numpy(), dtype=np.float32)
 
 
 def refresh_terms(store: PostgresStore) -> bool:

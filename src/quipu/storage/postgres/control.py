@@ -13,6 +13,7 @@ import psycopg
 from quipu.core.auth import AuditEvent, Credential, Tenant
 from quipu.core.records import Role
 from quipu.errors import Conflict
+from quipu.storage.admission import admit
 from quipu.storage.postgres.rows import utc, utc_opt
 
 _CRED_COLUMNS = (
@@ -36,6 +37,7 @@ class ControlTables:
 
     # -- tenants -----------------------------------------------------------------------------
     def create_tenant(self, tenant: Tenant) -> None:
+        admit(tenant)
         with self._tx() as conn:
             row = conn.execute(
                 "INSERT INTO tenants (tenant_id, name, created_at) VALUES (%s, %s, %s)"
@@ -62,6 +64,7 @@ class ControlTables:
 
     # -- credentials -------------------------------------------------------------------------
     def insert_credential(self, credential: Credential, secret_hash: str) -> None:
+        admit(credential)
         c = credential
         with self._tx() as conn:
             conn.execute(
@@ -116,6 +119,7 @@ class ControlTables:
 
     # -- audit -------------------------------------------------------------------------------
     def record_audit(self, event: AuditEvent) -> None:
+        admit(event)
         with self._tx() as conn:
             insert_audit(conn, event)
 

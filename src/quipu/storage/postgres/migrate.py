@@ -32,6 +32,8 @@ DISTRIBUTED = (
     "session_turns",
     "session_watermarks",
     "model_budget",
+    "sessions",
+    "session_owners",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

@@ -22,6 +22,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from quipu.core.auth import version_audit
@@ -33,7 +34,9 @@ from quipu.core.versions import UNSET, Change, check_expected, next_version, val
 from quipu.errors import Conflict, LimitExceeded, NotFound, Unavailable
 from quipu.retrieval.bm25 import document_tokens
 from quipu.retrieval.expansion import query_keys
+from quipu.storage.admission import admit, admit_versions
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
+from quipu.storage.decode import decode_row, decode_rows, loads
 from quipu.storage.postgres import bulk
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.filters import filter_where, scope_where
@@ -44,6 +47,7 @@ from quipu.storage.postgres.rows import (
     WRITE_SQL,
     tenant_number_of,
     to_record,
+    utc,
     write_params,
 )
 from quipu.storage.postgres.search import (
@@ -90,7 +94,7 @@ class PostgresStore(ControlTables, WorkTables):
             min_size=min_connections,
             max_size=max_connections,
             kwargs={"autocommit": True},
-            configure=register_vector,
+            configure=_configure,
             timeout=connect_timeout,
             open=True,
         )
@@ -321,6 +325,7 @@ class PostgresStore(ControlTables, WorkTables):
         embedding_key: str | None,
         quota: int,
     ) -> WriteResult:
+        admit(memory)
         """One round trip on the common path: lock the scope row, then a single statement that
         writes the version only if no live duplicate exists and the owner is under quota (one
         more for a memory written in a session: its context keys)."""
@@ -366,6 +371,7 @@ class PostgresStore(ControlTables, WorkTables):
         now: datetime,
         quota: int,
     ) -> MemoryVersion:
+        admit(change)
         number = self._tenant_number(ref.tenant_id)
         with self._tx() as conn:
             return self._append(
@@ -374,8 +380,15 @@ class PostgresStore(ControlTables, WorkTables):
             )  # fmt: skip
 
     def supersede(
-        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+        self,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
+        admit(change)
         number = self._tenant_number(ref.tenant_id)
         with self._tx() as conn:
             _lock_scope(conn, ref)
@@ -388,7 +401,9 @@ class PostgresStore(ControlTables, WorkTables):
                 related_id=new_id,
                 relation=Relation.SUPERSEDED_BY,
             )
-            return self._append(conn, number, ref, old_id, change, None, None, None, now, 2**62)
+            return self._append(
+                conn, number, ref, old_id, change, expected_version, None, None, now, 2**62
+            )
 
     def _append(
         self,
@@ -487,6 +502,7 @@ class PostgresStore(ControlTables, WorkTables):
         )
 
     def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
+        items = admit_versions(items)
         return bulk.import_versions(self, items)
 
     def missing_vectors(self, limit: int) -> list[tuple[int, str, str]]:
@@ -528,7 +544,7 @@ class PostgresStore(ControlTables, WorkTables):
     def get(self, ref: ScopeRef, memory_id: str) -> MemoryVersion | None:
         with self._conn() as conn:
             row = _current_row(conn, ref, memory_id)
-        return None if row is None else to_record(row)
+        return None if row is None else decode_row(to_record, row, row[0])
 
     def history(self, ref: ScopeRef, memory_id: str) -> list[MemoryVersion]:
         with self._conn() as conn:
@@ -541,7 +557,7 @@ class PostgresStore(ControlTables, WorkTables):
                 )
                 .fetchall()
             )
-        return [to_record(r) for r in rows]
+        return decode_rows(to_record, rows, _key)
 
     def count_live(self, ref: ScopeRef) -> int:
         with self._conn() as conn:
@@ -569,11 +585,11 @@ class PostgresStore(ControlTables, WorkTables):
                 )
                 .fetchall()
             )
-        items = [to_record(r) for r in rows[:limit]]
+        items = decode_rows(to_record, rows[:limit], _key)
         next_cursor = None
-        if len(rows) > limit:
-            last = items[-1]
-            next_cursor = Cursor(str(to_micros(last.recorded_at)), last.id).encode()
+        if len(rows) > limit:  # the cursor is the last row read, decodable or not
+            last = rows[limit - 1]
+            next_cursor = Cursor(str(to_micros(utc(last[21]))), str(last[4])).encode()
         return Page(items, next_cursor)
 
     def _scope_size(self, conn: psycopg.Connection[Any], ref: ScopeRef) -> int:
@@ -649,7 +665,9 @@ class PostgresStore(ControlTables, WorkTables):
                         " WHERE tenant_id = %s AND key = ANY(%s)",
                         (tenant_id, tenant_keys[start : start + _CHUNK]),
                     ).fetchall():
-                        out[int(r[0])] = to_record(r)
+                        found = decode_row(to_record, r, r[0])
+                        if found is not None:
+                            out[int(r[0])] = found
         return out
 
     def _own_rows(
@@ -711,9 +729,15 @@ class PostgresStore(ControlTables, WorkTables):
         return {key: -float(distance) for key, distance in rows}
 
     def storage_bytes(self) -> int:
-        """The whole database, indexes and TOAST included."""
+        """The store's own tables in its schema, indexes and TOAST included. (Not the whole
+        database: another schema's dropped tables leave its files until a checkpoint, so
+        ``pg_database_size`` can shrink while this store grows.)"""
         with self._conn() as conn:
-            row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+            row = conn.execute(
+                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm', 'p')"
+            ).fetchone()
         return 0 if row is None else int(row[0])
 
     def export_versions(
@@ -816,3 +840,14 @@ def _current_row(conn: psycopg.Connection[Any], ref: ScopeRef, memory_id: str) -
 
 
 __all__ = ["PostgresStore", "SearchPlan"]
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    """Each pooled connection: pgvector's types, and JSON read by :func:`decode.loads` (a lone
+    surrogate escape another tool stored reads as U+FFFD instead of failing a response)."""
+    register_vector(conn)
+    set_json_loads(loads, conn)
+
+
+def _key(row: Sequence[Any]) -> object:
+    return row[0]

@@ -16,7 +16,19 @@ import psycopg
 
 from quipu.core.buckets import spend
 from quipu.core.jobs import Job, JobStatus, NewJob
-from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
+from quipu.core.records import Principal, Role
+from quipu.core.sessions import (
+    RETRY_LATER,
+    IdleSession,
+    SessionBounds,
+    SessionKey,
+    SessionTurn,
+    Watermark,
+    check_bounds,
+    turn_bytes,
+)
+from quipu.errors import LimitExceeded
+from quipu.storage.admission import admit_turn
 from quipu.storage.postgres.rows import utc, utc_opt
 
 _JOB_COLUMNS = (
@@ -39,38 +51,88 @@ class WorkTables:
     def append_turn(
         self,
         key: SessionKey,
+        writer: Principal,
         role: str,
         content: str,
         metadata: dict[str, Any],
         created_at: datetime,
         expires_at: datetime,
+        bounds: SessionBounds,
     ) -> SessionTurn:
-        ident = (key.tenant_id, key.owner, key.session_id)
-        with self._tx() as conn:
-            # Appends to one session take turns, so sequence numbers never collide.
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(ident),)
+        admit_turn(content, metadata)
+        meta = json.dumps(metadata, sort_keys=True)
+        try:
+            seq = self._append_turn(
+                key, writer, role, content, meta, created_at, expires_at, bounds
             )
+        except LimitExceeded:
+            # A bound is reached: the subject's expired turns may still count; prune, try once.
+            if not self._prune_owner(key.tenant_id, key.owner, created_at, None):
+                raise
+            seq = self._append_turn(
+                key, writer, role, content, meta, created_at, expires_at, bounds
+            )
+        return SessionTurn(key.session_id, seq, role, content, metadata, created_at, expires_at)
+
+    def _append_turn(
+        self,
+        key: SessionKey,
+        writer: Principal,
+        role: str,
+        content: str,
+        meta: str,
+        created_at: datetime,
+        expires_at: datetime,
+        bounds: SessionBounds,
+    ) -> int:
+        ident = (key.tenant_id, key.owner, key.session_id)
+        size = turn_bytes(content, meta)
+        with self._tx() as conn:
+            # One subject's appends (and prunes) take turns: sequence numbers never collide and
+            # the counters read below are the committed truth (READ COMMITTED re-reads them).
+            _lock_owner(conn, key.tenant_id, key.owner)
             row = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM session_turns"
                 " WHERE tenant_id = %s AND owner = %s AND session_id = %s",
                 ident,
             ).fetchone()
             seq = int(row[0]) + 1 if row else 1
+            held = conn.execute(
+                "SELECT turns FROM sessions WHERE tenant_id = %s AND owner = %s"
+                " AND session_id = %s",
+                ident,
+            ).fetchone()
+            owned = conn.execute(
+                "SELECT bytes FROM session_owners WHERE tenant_id = %s AND owner = %s",
+                (key.tenant_id, key.owner),
+            ).fetchone()
+            check_bounds(
+                0 if held is None else int(held[0]),
+                0 if owned is None else int(owned[0]),
+                size,
+                bounds,
+            )
             conn.execute(
                 "INSERT INTO session_turns (tenant_id, owner, session_id, seq, role, content,"
                 " metadata, created_at, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    *ident,
-                    seq,
-                    role,
-                    content,
-                    json.dumps(metadata, sort_keys=True),
-                    created_at,
-                    expires_at,
-                ),
+                (*ident, seq, role, content, meta, created_at, expires_at),
             )
-        return SessionTurn(key.session_id, seq, role, content, metadata, created_at, expires_at)
+            conn.execute(
+                "INSERT INTO sessions AS s (tenant_id, owner, session_id, turns, bytes, key_id,"
+                " role, agent_id, user_id) VALUES (%s, %s, %s, 1, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (tenant_id, owner, session_id) DO UPDATE SET"
+                " turns = s.turns + 1, bytes = s.bytes + excluded.bytes,"
+                " key_id = excluded.key_id, role = excluded.role, agent_id = excluded.agent_id,"
+                " user_id = excluded.user_id",
+                (*ident, size, writer.key_id, writer.role.value, writer.agent_id, writer.user_id),
+            )
+            conn.execute(
+                "INSERT INTO session_owners AS o (tenant_id, owner, turns, bytes)"
+                " VALUES (%s, %s, 1, %s) ON CONFLICT (tenant_id, owner) DO UPDATE SET"
+                " turns = o.turns + 1, bytes = o.bytes + excluded.bytes",
+                (key.tenant_id, key.owner, size),
+            )
+        return seq
 
     def session_turns(
         self, key: SessionKey, after_seq: int, limit: int, now: datetime
@@ -87,32 +149,66 @@ class WorkTables:
         ]
 
     def prune_turns(self, now: datetime, limit: int) -> int:
-        """Delete up to ``limit`` expired turns (the only physical delete of live data)."""
+        """Delete up to ``limit`` expired turns (the only physical delete of live data), one
+        subject per transaction under that subject's lock, as appends take it: a prune never
+        waits on an append that waits on it."""
+        with self._conn() as conn:
+            owners = conn.execute(
+                "SELECT DISTINCT tenant_id, owner FROM (SELECT tenant_id, owner FROM session_turns"
+                " WHERE expires_at <= %s LIMIT %s) expired",
+                (now, limit),
+            ).fetchall()
+        deleted = 0
+        for tenant_id, owner in owners:
+            if deleted >= limit:
+                break
+            deleted += self._prune_owner(tenant_id, owner, now, limit - deleted)
+        return deleted
+
+    def _prune_owner(self, tenant_id: str, owner: str, now: datetime, limit: int | None) -> int:
+        """Delete expired turns of one subject (at most ``limit``); how many went."""
         with self._tx() as conn:
-            cur = conn.execute(
+            _lock_owner(conn, tenant_id, owner)
+            gone = conn.execute(
                 "DELETE FROM session_turns WHERE (tenant_id, owner, session_id, seq) IN ("
                 " SELECT tenant_id, owner, session_id, seq FROM session_turns"
-                " WHERE expires_at <= %s LIMIT %s)",
-                (now, limit),
-            )
-            return cur.rowcount
+                " WHERE tenant_id = %s AND owner = %s AND expires_at <= %s LIMIT %s)"
+                " RETURNING session_id, octet_length(content) + octet_length(metadata::text)",
+                (tenant_id, owner, now, limit),
+            ).fetchall()
+            _release(conn, tenant_id, owner, gone)
+            return len(gone)
 
     def idle_sessions(self, idle_before: datetime, now: datetime, limit: int) -> list[IdleSession]:
-        """Sessions with turns newer than their watermark and no turn since ``idle_before``,
-        nearest expiry first (PROMO-6)."""
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT t.tenant_id, t.owner, t.session_id, MAX(t.seq), MAX(t.created_at),"
-                " MIN(t.expires_at) FROM session_turns t LEFT JOIN session_watermarks w"
-                " ON w.tenant_id = t.tenant_id AND w.owner = t.owner"
-                " AND w.session_id = t.session_id"
-                " WHERE t.expires_at > %s GROUP BY t.tenant_id, t.owner, t.session_id"
-                " HAVING MAX(t.created_at) <= %s AND MAX(t.seq) > COALESCE(MAX(w.last_seq), 0)"
-                " ORDER BY MIN(t.expires_at), t.tenant_id, t.owner, t.session_id LIMIT %s",
-                (now, idle_before, limit),
+                "WITH idle AS (SELECT tenant_id, owner, session_id, MAX(seq) AS last_seq,"
+                " MAX(created_at) AS last_at, MIN(expires_at) AS expires_at FROM session_turns"
+                " WHERE expires_at > %(now)s GROUP BY tenant_id, owner, session_id"
+                " HAVING MAX(created_at) <= %(idle)s),"
+                " due AS (SELECT i.*, s.key_id, s.role, s.agent_id, s.user_id,"
+                " row_number() OVER (PARTITION BY i.tenant_id"
+                " ORDER BY i.expires_at, i.owner, i.session_id) AS place"
+                " FROM idle i JOIN sessions s ON s.tenant_id = i.tenant_id"
+                " AND s.owner = i.owner AND s.session_id = i.session_id"
+                " LEFT JOIN session_watermarks w ON w.tenant_id = i.tenant_id"
+                " AND w.owner = i.owner AND w.session_id = i.session_id"
+                " WHERE w.last_seq IS NULL OR i.last_seq > w.last_seq"
+                " OR (w.status = ANY(%(retry)s) AND w.at <= %(idle)s))"
+                " SELECT tenant_id, owner, session_id, last_seq, last_at, expires_at, key_id,"
+                " role, agent_id, user_id FROM due"
+                " ORDER BY place, expires_at, tenant_id, owner, session_id LIMIT %(limit)s",
+                {"now": now, "idle": idle_before, "retry": list(RETRY_LATER), "limit": limit},
             ).fetchall()
         return [
-            IdleSession(SessionKey(r[0], r[1], r[2]), int(r[3]), utc(r[4]), utc(r[5])) for r in rows
+            IdleSession(
+                SessionKey(r[0], r[1], r[2]),
+                int(r[3]),
+                utc(r[4]),
+                utc(r[5]),
+                Principal(r[0], r[6], Role(r[7]), agent_id=r[8], user_id=r[9], surface="sweep"),
+            )
+            for r in rows
         ]
 
     def get_watermark(self, key: SessionKey) -> Watermark | None:
@@ -346,6 +442,66 @@ class WorkTables:
                 (tenant_id, window_start, limit),
             ).fetchone()
             return row is not None
+
+    def release_budget(self, tenant_id: str, window_start: datetime) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE model_budget SET used = used - 1"
+                " WHERE tenant_id = %s AND window_start = %s AND used > 0",
+                (tenant_id, window_start),
+            )
+
+
+def _lock_owner(conn: psycopg.Connection[Any], tenant_id: str, owner: str) -> None:
+    """Serialise the session writes of one subject (appends and prunes) in this transaction."""
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        ("\x1f".join(("session-owner", tenant_id, owner)),),
+    )
+
+
+def _release(
+    conn: psycopg.Connection[Any], tenant_id: str, owner: str, gone: Sequence[Sequence[Any]]
+) -> None:
+    """Take deleted turns of one subject, (session_id, bytes) rows, off its counters."""
+    if not gone:
+        return
+    sessions: dict[str, list[int]] = {}
+    for session_id, size in gone:
+        held = sessions.setdefault(session_id, [0, 0])
+        held[0] += 1
+        held[1] += int(size)
+    for session_id, (turns, size) in sorted(sessions.items()):
+        conn.execute(
+            "UPDATE sessions SET turns = GREATEST(0, turns - %s), bytes = GREATEST(0, bytes - %s)"
+            " WHERE tenant_id = %s AND owner = %s AND session_id = %s",
+            (turns, size, tenant_id, owner, session_id),
+        )
+    conn.execute(
+        "UPDATE session_owners SET turns = GREATEST(0, turns - %s),"
+        " bytes = GREATEST(0, bytes - %s) WHERE tenant_id = %s AND owner = %s",
+        (len(gone), sum(s for _, s in sessions.values()), tenant_id, owner),
+    )
+    # A session with no turns left is gone: its watermark too, so a session id used again
+    # (numbered from 1 again) is promoted again rather than hidden behind the old last_seq.
+    emptied = [
+        r[0]
+        for r in conn.execute(
+            "DELETE FROM sessions WHERE tenant_id = %s AND owner = %s AND session_id = ANY(%s)"
+            " AND turns = 0 RETURNING session_id",
+            (tenant_id, owner, sorted(sessions)),
+        ).fetchall()
+    ]
+    if emptied:
+        conn.execute(
+            "DELETE FROM session_watermarks WHERE tenant_id = %s AND owner = %s"
+            " AND session_id = ANY(%s)",
+            (tenant_id, owner, emptied),
+        )
+    conn.execute(
+        "DELETE FROM session_owners WHERE tenant_id = %s AND owner = %s AND turns = 0",
+        (tenant_id, owner),
+    )
 
 
 def _job(r: Sequence[Any]) -> Job:

@@ -11,6 +11,7 @@ from typing import Any
 from quipu.core.auth import AuditEvent, Credential, Tenant
 from quipu.core.records import Role
 from quipu.errors import Conflict
+from quipu.storage.admission import admit
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros, to_micros_opt
 
 _CRED_COLUMNS = (
@@ -30,6 +31,7 @@ class ControlTables:
 
     # -- tenants -----------------------------------------------------------------------------
     def create_tenant(self, tenant: Tenant) -> None:
+        admit(tenant)
         with self._tx() as c:
             try:
                 c.execute(
@@ -57,6 +59,7 @@ class ControlTables:
 
     # -- credentials -------------------------------------------------------------------------
     def insert_credential(self, credential: Credential, secret_hash: str) -> None:
+        admit(credential)
         c = credential
         with self._tx() as conn:
             conn.execute(
@@ -112,6 +115,7 @@ class ControlTables:
 
     # -- audit -------------------------------------------------------------------------------
     def record_audit(self, event: AuditEvent) -> None:
+        admit(event)
         with self._tx() as c:
             insert_audit(c, event)
 

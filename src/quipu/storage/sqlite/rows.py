@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,10 @@ from quipu.core.records import (
     Status,
     Trust,
 )
+from quipu.storage.decode import loads
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros, to_micros_opt
+
+log = logging.getLogger("quipu.storage")
 
 COLUMNS = (
     "key, tenant_id, scope, owner, id, version, is_current, project, text, kind, status,"
@@ -40,10 +44,10 @@ def to_record(row: sqlite3.Row) -> MemoryVersion:
         confidence=row["confidence"],
         source=Source(row["source"]),
         trust=Trust(row["trust"]),
-        tags=tuple(json.loads(row["tags"])),
-        metadata=json.loads(row["metadata"]),
-        aliases=tuple(json.loads(row["aliases"])),
-        provenance=Provenance.from_dict(json.loads(row["provenance"])),
+        tags=tuple(loads(row["tags"])),
+        metadata=loads(row["metadata"]),
+        aliases=tuple(loads(row["aliases"])),
+        provenance=Provenance.from_dict(loads(row["provenance"])),
         observed_at=from_micros_opt(row["observed_at"]),
         valid_at=from_micros(row["valid_at"]),
         invalid_at=from_micros_opt(row["invalid_at"]),
@@ -107,3 +111,26 @@ INSERT_SQL = (
     " :provenance, :observed_at, :valid_at, :invalid_at, :valid_to, :recorded_at, :content_hash,"
     " :embedding_key, :embedding_model, :relation, :actor, :reason, :related_id, :vector, :terms)"
 )
+
+
+def fetch_all(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    """``conn.execute(sql, params).fetchall()``, read again with invalid UTF-8 replaced by U+FFFD
+    when a stored text is not UTF-8 (written by another tool: SQLite does not check), so one
+    such row never fails a read of its neighbours (issue 20)."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "decode" not in str(exc):
+            raise
+    log.warning("a stored row holds text that is not UTF-8; read with U+FFFD in its place")
+    previous = conn.text_factory
+    conn.text_factory = lenient_text
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.text_factory = previous
+
+
+def lenient_text(raw: bytes) -> str:
+    """A TEXT value as ``str``, invalid UTF-8 replaced by U+FFFD."""
+    return str(raw, "utf-8", "replace")

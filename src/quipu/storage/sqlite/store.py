@@ -13,17 +13,17 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from quipu.core.auth import version_audit
 from quipu.core.lifecycle import LIVE
-from quipu.core.query import Candidate, Cursor, Filters, Page
+from quipu.core.query import Cursor, Filters, Page
 from quipu.core.records import (
     MemoryVersion,
     Relation,
@@ -32,17 +32,25 @@ from quipu.core.records import (
     Status,
     WriteResult,
 )
-from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.text import fold
-from quipu.core.versions import UNSET, Change, check_expected, import_order, next_version, valid_to
+from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound
-from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
-from quipu.retrieval.expansion import query_keys
-from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
+from quipu.retrieval.bm25 import document_tokens
+from quipu.storage.admission import admit
+from quipu.storage.base import Capabilities, EmbeddingPin, Vector
+from quipu.storage.decode import decode_row, decode_rows
+from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.migrate import migrate
-from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, to_params, to_record
-from quipu.storage.sqlite.scope_index import Row, ScopeIndex
+from quipu.storage.sqlite.rows import (
+    COLUMNS,
+    INSERT_SQL,
+    fetch_all,
+    to_params,
+    to_record,
+)
+from quipu.storage.sqlite.scope_index import ScopeIndex
+from quipu.storage.sqlite.search import ScopeSearch, now_micros
 from quipu.storage.sqlite.work import WorkTables
 from quipu.storage.timecodec import FOREVER, from_micros_opt, to_micros, to_micros_opt
 
@@ -53,7 +61,7 @@ _CHUNK = 500
 _LOG_KEPT = 1024
 
 
-class SQLiteStore(ControlTables, WorkTables):
+class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(
@@ -82,28 +90,6 @@ class SQLiteStore(ControlTables, WorkTables):
             full_text="bm25-scope",
             sources=frozenset({"facts"}),
         )
-
-    def _refresh_terms(self) -> None:
-        """Recompute stored BM25 keys when the tokenizer changed since they were written."""
-        with self._tx() as c:
-            row = c.execute("SELECT value FROM store_meta WHERE key = 'terms_version'").fetchone()
-            if row is not None and row[0] == TOKENIZER_VERSION:
-                return
-            rows = c.execute(
-                "SELECT key, tenant_id, scope, owner, json_extract(provenance, '$.session_id'),"
-                " id, text, aliases, observed_at FROM memory_versions ORDER BY key"
-            ).fetchall()
-            chain = SessionContext()
-            updates = []
-            for key, tenant, scope, owner, session, family, text, aliases, at in rows:
-                own = document_tokens(text, json.loads(aliases), from_micros_opt(at))
-                where = None if session is None else (tenant, scope, owner, session)
-                updates.append((" ".join(own + chain.next(where, family, own)), key))
-            c.executemany("UPDATE memory_versions SET terms = ? WHERE key = ?", updates)
-            c.execute(
-                "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('terms_version', ?)",
-                (TOKENIZER_VERSION,),
-            )
 
     # -- connections -------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -206,6 +192,7 @@ class SQLiteStore(ControlTables, WorkTables):
         embedding_key: str | None,
         quota: int,
     ) -> WriteResult:
+        admit(memory)
         with self._tx() as c:
             live = memory.status in LIVE
             if live:
@@ -248,14 +235,22 @@ class SQLiteStore(ControlTables, WorkTables):
         now: datetime,
         quota: int,
     ) -> MemoryVersion:
+        admit(change)
         with self._tx() as c:
             return self._append(
                 c, ref, memory_id, change, expected_version, vector, embedding_key, now, quota
             )
 
     def supersede(
-        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+        self,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
+        admit(change)
         with self._tx() as c:
             if self._current_row(c, ref, new_id) is None:
                 raise NotFound(f"no memory {new_id}", details={"id": new_id})
@@ -266,7 +261,7 @@ class SQLiteStore(ControlTables, WorkTables):
                 related_id=new_id,
                 relation=Relation.SUPERSEDED_BY,
             )
-            return self._append(c, ref, old_id, change, None, None, None, now, 2**62)
+            return self._append(c, ref, old_id, change, expected_version, None, None, now, 2**62)
 
     def _append(
         self,
@@ -400,39 +395,13 @@ class SQLiteStore(ControlTables, WorkTables):
     def _current_row(
         self, c: sqlite3.Connection, ref: ScopeRef, memory_id: str
     ) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = c.execute(
+        rows = fetch_all(
+            c,
             f"SELECT {COLUMNS}, embedding_key, vector FROM memory_versions"
-            " WHERE tenant_id = ? AND id = ?"
-            " AND is_current = 1 AND scope = ? AND owner = ?",
+            " WHERE tenant_id = ? AND id = ? AND is_current = 1 AND scope = ? AND owner = ?",
             (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
-        ).fetchone()
-        return row
-
-    def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
-        planned = import_order(items)
-        written = 0
-        with self._tx() as c:
-            for memory, vector, successor in planned:
-                exists = c.execute(
-                    "SELECT 1 FROM memory_versions WHERE tenant_id = ? AND id = ? AND version = ?",
-                    (memory.tenant_id, memory.id, memory.version),
-                ).fetchone()
-                if exists:
-                    continue
-                ref = ScopeRef(memory.tenant_id, memory.scope, memory.owner)
-                key_text = text_embedding_key(memory.text) if vector is not None else None
-                key, _ = self._write_version(c, ref, memory, vector, key_text, audit=False)
-                end = valid_to(memory, successor) if successor else memory.invalid_at
-                c.execute(
-                    "UPDATE memory_versions SET valid_to = ? WHERE key = ?",
-                    (to_micros_opt(end), key),
-                )
-                live = int(memory.is_current and memory.status in LIVE)
-                self._bump(c, ref, live)
-                written += 1
-            with self._index_lock:
-                self._indexes.clear()
-        return written
+        )
+        return rows[0] if rows else None
 
     def missing_vectors(self, limit: int) -> list[tuple[int, str, str]]:
         rows = (
@@ -473,128 +442,6 @@ class SQLiteStore(ControlTables, WorkTables):
                 if index.generation == generations[ref] - 1:
                     index.generation = generations[ref]
 
-    # -- cache upkeep ------------------------------------------------------------------------
-    def _cache_add(
-        self,
-        ref: ScopeRef,
-        generation: int,
-        key: int,
-        memory: MemoryVersion,
-        previous_key: int | None,
-        vector: Vector | None,
-        terms: list[str],
-    ) -> None:
-        with self._index_lock:
-            index = self._indexes.get(ref)
-        if index is None:
-            return
-        with index.lock:
-            if index.generation != generation - 1:
-                return  # another process wrote in between: the next read replays the log
-            _add_version(index, key, memory, previous_key, vector, terms)
-            index.generation = generation
-
-    def _cache_retire(self, ref: ScopeRef, key: int, end: datetime | None) -> None:
-        with self._index_lock:
-            index = self._indexes.get(ref)
-        if index is not None:
-            index.retire(key, to_micros_opt(end))
-
-    def _index(self, ref: ScopeRef) -> ScopeIndex:
-        pin = self.embedding_pin()
-        conn = self._reader()
-        row = conn.execute(
-            "SELECT generation FROM scope_state WHERE tenant_id = ? AND scope = ? AND owner = ?",
-            (ref.tenant_id, ref.scope.value, ref.owner),
-        ).fetchone()
-        generation = int(row[0]) if row else 0
-        with self._index_lock:
-            index = self._indexes.get(ref)
-            if (
-                index is not None
-                and index.generation < generation
-                and not self._catch_up(conn, ref, pin, index, generation)
-            ):
-                index = None
-            if index is not None:
-                self._indexes.move_to_end(ref)
-                return index
-            index = self._build(conn, ref, pin, generation)
-            self.rebuilds += 1
-            self._indexes[ref] = index
-            self._evict()
-            return index
-
-    def _catch_up(
-        self,
-        conn: sqlite3.Connection,
-        ref: ScopeRef,
-        pin: EmbeddingPin | None,
-        index: ScopeIndex,
-        generation: int,
-    ) -> bool:
-        """Replay what other processes wrote to this scope since ``index`` was current
-        (``scope_log``), as this process's own writes would have applied it. False when the
-        log does not cover every generation since (pruned, or a bulk import): reload instead."""
-        params = (ref.tenant_id, ref.scope.value, ref.owner)
-        entries = conn.execute(
-            "SELECT generation, added, retired FROM scope_log WHERE tenant_id = ? AND scope = ?"
-            " AND owner = ? AND generation > ? ORDER BY generation",
-            (*params, index.generation),
-        ).fetchall()
-        steps = [int(e[0]) for e in entries]
-        if steps != list(range(index.generation + 1, index.generation + 1 + len(steps))):
-            return False
-        if not steps or steps[-1] < generation:
-            return False
-        keys = [int(e[1]) for e in entries] + [int(e[2]) for e in entries if e[2] is not None]
-        marks = ",".join("?" * len(keys))
-        rows = {
-            int(r[0]): r
-            for r in conn.execute(
-                f"SELECT key, valid_to, terms, CASE WHEN embedding_model = ? THEN vector END"
-                f" FROM memory_versions WHERE key IN ({marks})",
-                (pin.model_id if pin else "", *keys),
-            )
-        }
-        added = self.load([int(e[1]) for e in entries])
-        if any(k not in rows for k in keys) or any(int(e[1]) not in added for e in entries):
-            return False
-        with index.lock:
-            for _, key, retired in entries:
-                memory = added[int(key)]
-                if retired is not None:
-                    index.retire(int(retired), rows[int(retired)][1])
-                _, _, terms, blob = rows[int(key)]
-                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
-                previous = None if retired is None else int(retired)
-                _add_version(index, int(key), memory, previous, vector, (terms or "").split())
-            index.generation = steps[-1]
-        self.catch_ups += 1
-        return True
-
-    def _build(
-        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None, generation: int
-    ) -> ScopeIndex:
-        """Load a scope into a fresh index; columns in ``scope_index.BULK_COLUMNS`` order."""
-        rows = conn.execute(
-            "SELECT key, id, is_current, status, valid_at, valid_to, observed_at, kind, source,"
-            " confidence, project, terms, json_extract(provenance, '$.session_id'),"
-            " CASE WHEN embedding_model = ? THEN vector END"
-            " FROM memory_versions"
-            " WHERE tenant_id = ? AND scope = ? AND owner = ? ORDER BY key",
-            (pin.model_id if pin else "", ref.tenant_id, ref.scope.value, ref.owner),
-        ).fetchall()
-        index = ScopeIndex(pin.dimension if pin else 0, generation)
-        index.bulk_load(rows)
-        return index
-
-    def _evict(self) -> None:
-        total = sum(len(i) for i in self._indexes.values())
-        while total > self._cache_rows and len(self._indexes) > 1:
-            _, dropped = self._indexes.popitem(last=False)
-            total -= len(dropped)
-
     # -- reads -------------------------------------------------------------------------------
     def locate(self, tenant_id: str, memory_id: str) -> ScopeRef | None:
         row = (
@@ -610,20 +457,16 @@ class SQLiteStore(ControlTables, WorkTables):
 
     def get(self, ref: ScopeRef, memory_id: str) -> MemoryVersion | None:
         row = self._current_row(self._reader(), ref, memory_id)
-        return None if row is None else to_record(row)
+        return None if row is None else decode_row(to_record, row, row["key"])
 
     def history(self, ref: ScopeRef, memory_id: str) -> list[MemoryVersion]:
-        rows = (
-            self._reader()
-            .execute(
-                f"SELECT {COLUMNS} FROM memory_versions"
-                " WHERE tenant_id = ? AND id = ? AND scope = ?"
-                " AND owner = ? ORDER BY version",
-                (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
-            )
-            .fetchall()
+        rows = fetch_all(
+            self._reader(),
+            f"SELECT {COLUMNS} FROM memory_versions"
+            " WHERE tenant_id = ? AND id = ? AND scope = ? AND owner = ? ORDER BY version",
+            (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
         )
-        return [to_record(r) for r in rows]
+        return decode_rows(to_record, rows, _key)
 
     def count_live(self, ref: ScopeRef) -> int:
         return self._live_count(self._reader(), ref)
@@ -634,39 +477,18 @@ class SQLiteStore(ControlTables, WorkTables):
             where.append("(recorded_at < ? OR (recorded_at = ? AND id < ?))")
             at = int(cursor.recorded_at)
             params += [at, at, cursor.id]
-        rows = (
-            self._reader()
-            .execute(
-                f"SELECT {COLUMNS} FROM memory_versions WHERE {' AND '.join(where)}"
-                " ORDER BY recorded_at DESC, id DESC LIMIT ?",
-                (*params, limit + 1),
-            )
-            .fetchall()
+        rows = fetch_all(
+            self._reader(),
+            f"SELECT {COLUMNS} FROM memory_versions WHERE {' AND '.join(where)}"
+            " ORDER BY recorded_at DESC, id DESC LIMIT ?",
+            (*params, limit + 1),
         )
-        items = [to_record(r) for r in rows[:limit]]
+        items = decode_rows(to_record, rows[:limit], _key)
         next_cursor = None
-        if len(rows) > limit:
-            last = items[-1]
-            next_cursor = Cursor(str(to_micros(last.recorded_at)), last.id).encode()
+        if len(rows) > limit:  # the cursor is the last row read, decodable or not
+            last = rows[limit - 1]
+            next_cursor = Cursor(str(int(last["recorded_at"])), str(last["id"])).encode()
         return Page(items, next_cursor)
-
-    def vector_candidates(
-        self, ref: ScopeRef, vector: Vector, filters: Filters, limit: int
-    ) -> tuple[list[Candidate], SearchInfo]:
-        index = self._index(ref)
-        found, scanned = index.search(vector, filters, limit, _now_micros())
-        return found, SearchInfo("exact-numpy", scanned)
-
-    def text_candidates(
-        self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0
-    ) -> tuple[list[Candidate], SearchInfo]:
-        index = self._index(ref)
-        keys = query_keys(query, expansion)
-        found, scanned = index.search_text(keys, filters, limit, _now_micros())
-        return found, SearchInfo("bm25-scope", scanned)
-
-    def key_frequencies(self, ref: ScopeRef, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
-        return self._index(ref).key_frequencies(keys)  # the postings BM25 reads
 
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str
@@ -698,27 +520,14 @@ class SQLiteStore(ControlTables, WorkTables):
         for start in range(0, len(unique), _CHUNK):
             part = unique[start : start + _CHUNK]
             marks = ",".join("?" * len(part))
-            for r in conn.execute(
-                f"SELECT {COLUMNS} FROM memory_versions WHERE key IN ({marks})", part
-            ):
-                out[int(r["key"])] = to_record(r)
+            rows = fetch_all(
+                conn, f"SELECT {COLUMNS} FROM memory_versions WHERE key IN ({marks})", part
+            )
+            for r in rows:
+                found = decode_row(to_record, r, r["key"])
+                if found is not None:
+                    out[int(r["key"])] = found
         return out
-
-    def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
-        return self._index(ref).sessions_of(keys)  # held in memory with the scope
-
-    def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
-        index = self._index(ref)  # the scope's vectors are in memory already
-        out: dict[int, Vector] = {}
-        for key in keys:
-            vector = index.vector_of(key)
-            if vector is not None:
-                out[key] = vector
-        return out
-
-    def similarities(self, ref: ScopeRef, keys: Sequence[int], vector: Vector) -> dict[int, float]:
-        query = np.ascontiguousarray(vector, dtype=np.float32)
-        return self._index(ref).similarities(keys, query)
 
     def maintain(self) -> dict[str, list[str]]:
         """Nothing to build: the scope index is exact and lives in memory."""
@@ -731,67 +540,12 @@ class SQLiteStore(ControlTables, WorkTables):
         base = Path(self.path)
         return sum(p.stat().st_size for p in base.parent.glob(base.name + "*") if p.is_file())
 
-    def export_versions(
-        self, tenant_id: str | None
-    ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
-        conn = self._connect()
-        try:
-            where, params = ("WHERE tenant_id = ?", (tenant_id,)) if tenant_id else ("", ())
-            for r in conn.execute(
-                f"SELECT {COLUMNS}, vector FROM memory_versions {where}"
-                " ORDER BY tenant_id, id, version",
-                params,
-            ):
-                blob = r["vector"]
-                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32).copy()
-                yield to_record(r), vector
-        finally:
-            conn.close()
-
-
-def _add_version(
-    index: ScopeIndex,
-    key: int,
-    memory: MemoryVersion,
-    previous_key: int | None,
-    vector: Vector | None,
-    terms: list[str],
-) -> None:
-    """Add a written version to ``index`` (this process's write, or one replayed from
-    ``scope_log``); a version given no vector keeps the one of the version it replaces."""
-    if vector is None and previous_key is not None:
-        vector = index.vector_of(previous_key)
-    index.add(_row(key, memory, memory.invalid_at, terms), vector)
-
-
-def _row(key: int, m: MemoryVersion, end: datetime | None, terms: list[str]) -> Row:
-    return Row(
-        key=key,
-        family=m.id,
-        version=m.version,
-        is_current=m.is_current,
-        status=m.status,
-        valid_at=to_micros(m.valid_at),
-        valid_to=to_micros_opt(end),
-        observed_at=to_micros_opt(m.observed_at),
-        kind=m.kind,
-        source=m.source,
-        confidence=m.confidence,
-        project=m.project,
-        terms=terms,
-        session=m.provenance.session_id,
-    )
-
-
-def _now_micros() -> int:
-    return to_micros(datetime.now(UTC))
-
 
 def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
     where = ["tenant_id = ?", "scope = ?", "owner = ?"]
     params: list[object] = [ref.tenant_id, ref.scope.value, ref.owner]
     if f.as_of is None:
-        now = _now_micros()
+        now = now_micros()
         statuses = [s.value for s in f.statuses]
         where += [
             "is_current = 1",
@@ -837,3 +591,7 @@ def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
 
 
 __all__ = ["SQLiteStore"]
+
+
+def _key(row: sqlite3.Row) -> object:
+    return row["key"]

@@ -13,13 +13,31 @@ from typing import Any
 
 from quipu.core.buckets import spend
 from quipu.core.jobs import Job, JobStatus, NewJob
-from quipu.core.sessions import IdleSession, SessionKey, SessionTurn, Watermark
+from quipu.core.records import Principal, Role
+from quipu.core.sessions import (
+    RETRY_LATER,
+    IdleSession,
+    SessionBounds,
+    SessionKey,
+    SessionTurn,
+    Watermark,
+    check_bounds,
+    turn_bytes,
+)
+from quipu.errors import LimitExceeded
+from quipu.storage.admission import admit_turn
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
 
 _JOB_COLUMNS = (
     "job_id, tenant_id, kind, idempotency_key, payload, status, attempts, max_attempts,"
     " run_after, fencing_token, lease_owner, lease_expires_at, checkpoint, last_error, result,"
     " created_at, updated_at, finished_at"
+)
+
+
+#: What a deleted turn gave back: its session and bytes (as :func:`turn_bytes` counts them).
+_RELEASED = (
+    "tenant_id, owner, session_id, length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))"
 )
 
 
@@ -36,35 +54,83 @@ class WorkTables:
     def append_turn(
         self,
         key: SessionKey,
+        writer: Principal,
         role: str,
         content: str,
         metadata: dict[str, Any],
         created_at: datetime,
         expires_at: datetime,
+        bounds: SessionBounds,
     ) -> SessionTurn:
+        admit_turn(content, metadata)
+        meta = json.dumps(metadata, sort_keys=True)
+        try:
+            seq = self._append_turn(
+                key, writer, role, content, meta, created_at, expires_at, bounds
+            )
+        except LimitExceeded:
+            # A bound is reached: the subject's expired turns may still count; prune, try once.
+            if not self._prune_owner(key, created_at):
+                raise
+            seq = self._append_turn(
+                key, writer, role, content, meta, created_at, expires_at, bounds
+            )
+        return SessionTurn(key.session_id, seq, role, content, metadata, created_at, expires_at)
+
+    def _append_turn(
+        self,
+        key: SessionKey,
+        writer: Principal,
+        role: str,
+        content: str,
+        meta: str,
+        created_at: datetime,
+        expires_at: datetime,
+        bounds: SessionBounds,
+    ) -> int:
+        ident = (key.tenant_id, key.owner, key.session_id)
+        size = turn_bytes(content, meta)
         with self._tx() as c:
             row = c.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM session_turns"
                 " WHERE tenant_id = ? AND owner = ? AND session_id = ?",
-                (key.tenant_id, key.owner, key.session_id),
+                ident,
             ).fetchone()
             seq = int(row[0]) + 1
+            held = c.execute(
+                "SELECT turns FROM sessions WHERE tenant_id = ? AND owner = ? AND session_id = ?",
+                ident,
+            ).fetchone()
+            owned = c.execute(
+                "SELECT bytes FROM session_owners WHERE tenant_id = ? AND owner = ?",
+                (key.tenant_id, key.owner),
+            ).fetchone()
+            check_bounds(
+                0 if held is None else int(held[0]),
+                0 if owned is None else int(owned[0]),
+                size,
+                bounds,
+            )
             c.execute(
                 "INSERT INTO session_turns (tenant_id, owner, session_id, seq, role, content,"
                 " metadata, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key.tenant_id,
-                    key.owner,
-                    key.session_id,
-                    seq,
-                    role,
-                    content,
-                    json.dumps(metadata, sort_keys=True),
-                    to_micros(created_at),
-                    to_micros(expires_at),
-                ),
+                (*ident, seq, role, content, meta, to_micros(created_at), to_micros(expires_at)),
             )
-        return SessionTurn(key.session_id, seq, role, content, metadata, created_at, expires_at)
+            c.execute(
+                "INSERT INTO sessions (tenant_id, owner, session_id, turns, bytes, key_id, role,"
+                " agent_id, user_id) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (tenant_id, owner, session_id) DO UPDATE SET"
+                " turns = turns + 1, bytes = bytes + excluded.bytes, key_id = excluded.key_id,"
+                " role = excluded.role, agent_id = excluded.agent_id, user_id = excluded.user_id",
+                (*ident, size, writer.key_id, writer.role.value, writer.agent_id, writer.user_id),
+            )
+            c.execute(
+                "INSERT INTO session_owners (tenant_id, owner, turns, bytes) VALUES (?, ?, 1, ?)"
+                " ON CONFLICT (tenant_id, owner) DO UPDATE SET"
+                " turns = turns + 1, bytes = bytes + excluded.bytes",
+                (key.tenant_id, key.owner, size),
+            )
+        return seq
 
     def session_turns(
         self, key: SessionKey, after_seq: int, limit: int, now: datetime
@@ -91,27 +157,52 @@ class WorkTables:
     def prune_turns(self, now: datetime, limit: int) -> int:
         """Delete up to ``limit`` expired turns (the only physical delete of live data)."""
         with self._tx() as c:
-            cur = c.execute(
+            gone = c.execute(
                 "DELETE FROM session_turns WHERE rowid IN (SELECT rowid FROM session_turns"
-                " WHERE expires_at <= ? LIMIT ?)",
+                f" WHERE expires_at <= ? LIMIT ?) RETURNING {_RELEASED}",
                 (to_micros(now), limit),
-            )
-            return cur.rowcount
+            ).fetchall()
+            _release(c, gone)
+            return len(gone)
+
+    def _prune_owner(self, key: SessionKey, now: datetime) -> int:
+        """Delete the expired turns of one subject; how many went."""
+        with self._tx() as c:
+            gone = c.execute(
+                "DELETE FROM session_turns WHERE tenant_id = ? AND owner = ? AND expires_at <= ?"
+                f" RETURNING {_RELEASED}",
+                (key.tenant_id, key.owner, to_micros(now)),
+            ).fetchall()
+            _release(c, gone)
+            return len(gone)
 
     def idle_sessions(self, idle_before: datetime, now: datetime, limit: int) -> list[IdleSession]:
-        """Sessions with turns newer than their watermark and no turn since ``idle_before``,
-        nearest expiry first (PROMO-6)."""
+        retry = ",".join("?" * len(RETRY_LATER))
         rows = self._reader().execute(
-            "SELECT t.tenant_id, t.owner, t.session_id, MAX(t.seq), MAX(t.created_at),"
-            " MIN(t.expires_at) FROM session_turns t LEFT JOIN session_watermarks w"
-            " ON w.tenant_id = t.tenant_id AND w.owner = t.owner AND w.session_id = t.session_id"
-            " WHERE t.expires_at > ? GROUP BY t.tenant_id, t.owner, t.session_id"
-            " HAVING MAX(t.created_at) <= ? AND MAX(t.seq) > COALESCE(MAX(w.last_seq), 0)"
-            " ORDER BY MIN(t.expires_at) LIMIT ?",
-            (to_micros(now), to_micros(idle_before), limit),
+            "WITH idle AS (SELECT tenant_id, owner, session_id, MAX(seq) AS last_seq,"
+            " MAX(created_at) AS last_at, MIN(expires_at) AS expires_at FROM session_turns"
+            " WHERE expires_at > ? GROUP BY tenant_id, owner, session_id"
+            " HAVING MAX(created_at) <= ?),"
+            " due AS (SELECT i.*, ROW_NUMBER() OVER (PARTITION BY i.tenant_id"
+            " ORDER BY i.expires_at, i.owner, i.session_id) AS place FROM idle i"
+            " LEFT JOIN session_watermarks w ON w.tenant_id = i.tenant_id"
+            " AND w.owner = i.owner AND w.session_id = i.session_id"
+            " WHERE w.last_seq IS NULL OR i.last_seq > w.last_seq"
+            f" OR (w.status IN ({retry}) AND w.at <= ?))"
+            " SELECT d.tenant_id, d.owner, d.session_id, d.last_seq, d.last_at, d.expires_at,"
+            " s.key_id, s.role, s.agent_id, s.user_id FROM due d JOIN sessions s"
+            " ON s.tenant_id = d.tenant_id AND s.owner = d.owner AND s.session_id = d.session_id"
+            " ORDER BY d.place, d.expires_at, d.tenant_id, d.owner, d.session_id LIMIT ?",
+            (to_micros(now), to_micros(idle_before), *RETRY_LATER, to_micros(idle_before), limit),
         )
         return [
-            IdleSession(SessionKey(r[0], r[1], r[2]), r[3], from_micros(r[4]), from_micros(r[5]))
+            IdleSession(
+                SessionKey(r[0], r[1], r[2]),
+                r[3],
+                from_micros(r[4]),
+                from_micros(r[5]),
+                Principal(r[0], r[6], Role(r[7]), agent_id=r[8], user_id=r[9], surface="sweep"),
+            )
             for r in rows
         ]
 
@@ -352,6 +443,50 @@ class WorkTables:
                 (tenant_id, start),
             )
             return True
+
+    def release_budget(self, tenant_id: str, window_start: datetime) -> None:
+        with self._tx() as c:
+            c.execute(
+                "UPDATE model_budget SET used = used - 1"
+                " WHERE tenant_id = ? AND window_start = ? AND used > 0",
+                (tenant_id, to_micros(window_start)),
+            )
+
+
+def _release(c: sqlite3.Connection, gone: list[Any]) -> None:
+    """Take deleted turns (rows of :data:`_RELEASED`) off the session and subject counters."""
+    sessions: dict[tuple[str, str, str], list[int]] = {}
+    for tenant, owner, session, size in gone:
+        held = sessions.setdefault((tenant, owner, session), [0, 0])
+        held[0] += 1
+        held[1] += int(size)
+    owners: dict[tuple[str, str], list[int]] = {}
+    for (tenant, owner, _), (turns, size) in sessions.items():
+        held = owners.setdefault((tenant, owner), [0, 0])
+        held[0] += turns
+        held[1] += size
+    c.executemany(
+        "UPDATE sessions SET turns = MAX(0, turns - ?), bytes = MAX(0, bytes - ?)"
+        " WHERE tenant_id = ? AND owner = ? AND session_id = ?",
+        [(turns, size, *ident) for ident, (turns, size) in sessions.items()],
+    )
+    c.executemany(
+        "UPDATE session_owners SET turns = MAX(0, turns - ?), bytes = MAX(0, bytes - ?)"
+        " WHERE tenant_id = ? AND owner = ?",
+        [(turns, size, *ident) for ident, (turns, size) in owners.items()],
+    )
+    # A session with no turns left is gone: its watermark too, so a session id used again
+    # (numbered from 1 again) is promoted again rather than hidden behind the old last_seq.
+    for table in ("session_watermarks", "sessions"):
+        c.executemany(
+            f"DELETE FROM {table} WHERE tenant_id = ? AND owner = ? AND session_id = ?"
+            " AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.tenant_id = ? AND s.owner = ?"
+            " AND s.session_id = ? AND s.turns > 0)",
+            [(*ident, *ident) for ident in sessions],
+        )
+    c.executemany(
+        "DELETE FROM session_owners WHERE tenant_id = ? AND owner = ? AND turns = 0", list(owners)
+    )
 
 
 def _job(r: Any) -> Job:

@@ -15,7 +15,7 @@ from rich.table import Table
 from quipu.composition import build_access, build_store
 from quipu.core.records import Principal, Role
 from quipu.errors import QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, fail, key_or_exit, settings_or_exit
 
 tenants = typer.Typer(help="Create and list tenants.", no_args_is_help=True)
 keys = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
@@ -149,18 +149,31 @@ def keys_revoke(key_id: str, tenant: Tenant, db: Db = None, config: Config = Non
 
 @tokens.command("mint")
 def tokens_mint(
-    key: Annotated[str, typer.Option("--key", help="The service key's secret.")],
     agent_id: Annotated[str, typer.Option(help="Agent the run acts as.")],
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="The service key's secret; other users of the machine can read a command "
+            "line (ps): prefer QUIPU_API_KEY or --key-stdin.",
+        ),
+    ] = None,
+    key_stdin: Annotated[
+        bool,
+        typer.Option("--key-stdin", help="Read the service key from the first line of stdin."),
+    ] = False,
     user_id: Annotated[str | None, typer.Option(help="End user of the run.")] = None,
     ttl_seconds: Annotated[int, typer.Option(help="Lifetime.")] = 3600,
     db: Db = None,
     config: Config = None,
     as_json: Json = False,
 ) -> None:
-    """Mint a run token bound to (agent_id, user_id) with a service key."""
+    """Mint a run token bound to (agent_id, user_id) with a service key (from QUIPU_API_KEY,
+    --key-stdin or --key)."""
+    secret_key = key_or_exit(key, key_stdin)
 
     def mint(a: Any) -> Any:
-        who: Principal = a.authenticate(key, surface="cli")
+        who: Principal = a.authenticate(secret_key, surface="cli")
         if who.role is not Role.SERVICE:
             raise QuipuError("only service keys mint run tokens", code="forbidden")
         return a.mint_run_token(who, agent_id, user_id, timedelta(seconds=ttl_seconds))

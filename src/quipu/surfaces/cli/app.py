@@ -1,6 +1,7 @@
-"""The ``quipu`` command line (API-4): serve, the memory verbs on a local file, export/import,
-config and bench. Errors print their stable code and exit non-zero; ``--json`` prints the same
-JSON the HTTP API returns."""
+"""The ``quipu`` command line (API-4): serve, the memory verbs on a local store or a Quipu
+server (``--db http(s)://…``, see :mod:`.target`), export/import, config and bench. Errors
+print their stable code and exit non-zero; ``--json`` prints the same JSON the HTTP API
+returns."""
 
 from __future__ import annotations
 
@@ -9,20 +10,23 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from quipu.composition import build_service, local_principal
+from quipu.core.urls import mask_credentials
 from quipu.errors import QuipuError
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
+from quipu.remote import MemoryClient
 from quipu.settings import Settings
-from quipu.surfaces.cli import access, bench, jobs
+from quipu.surfaces.cli import access, bench, jobs, target
 from quipu.surfaces.cli import eval as eval_cli
-from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
 
 app = typer.Typer(
     help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -46,6 +50,7 @@ _settings = settings_or_exit
 
 
 def _run(db: str | None, config: Path | None, action: Callable[[MemoryService, Settings], T]) -> T:
+    """``action`` on the service of a local store (commands a server cannot serve)."""
     settings = _settings(db, config)
     try:
         service = build_service(settings)
@@ -54,12 +59,36 @@ def _run(db: str | None, config: Path | None, action: Callable[[MemoryService, S
     try:
         return action(service, settings)
     except QuipuError as exc:
-        err.print(f"[red]{exc.code}:[/red] {exc.message}")
-        if exc.details:
-            err.print(json.dumps(exc.details, default=str))
-        raise typer.Exit(1) from None
+        _refused(exc, None)
     finally:
         service.store.close()
+
+
+def _memories(db: str | None, config: Path | None, action: Callable[[MemoryClient], T]) -> T:
+    """``action`` on the memories ``database`` names: a local store, as the local principal,
+    or a Quipu server, with the key in QUIPU_API_KEY (issue 20 defect 15)."""
+    settings = _settings(db, config, server_ok=True)
+    key = env_key() if target.is_server(settings) else None
+    try:
+        client = target.open_client(settings, key)
+    except QuipuError as exc:
+        fail(exc, 2)
+    try:
+        return action(client)
+    except QuipuError as exc:
+        _refused(exc, target.hint(exc, settings, key))
+    finally:
+        client.close()
+
+
+def _refused(exc: QuipuError, hint: str | None) -> NoReturn:
+    """Print an error of the request (code, message, details, a hint) and exit 1."""
+    err.print(f"[red]{escape(exc.code)}:[/red] {escape(mask_credentials(exc.message))}")
+    if exc.details:
+        err.print(escape(json.dumps(exc.details, default=str)))
+    if hint:
+        err.print(escape(hint))
+    raise typer.Exit(1)
 
 
 def _print(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
@@ -72,7 +101,7 @@ def _print(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     table = Table(*columns)
     for row in rows:
-        table.add_row(*[str(row.get(c, "")) for c in columns])
+        table.add_row(*[escape(str(row.get(c, ""))) for c in columns])
     console.print(table)
 
 
@@ -92,7 +121,9 @@ def serve(
     """Run the HTTP API (OpenAPI docs at /docs) on the configured store."""
     import uvicorn
 
-    from quipu.composition import build_server, hand_to_workers, serve_settings
+    from quipu.composition import hand_to_workers, serve_settings
+    from quipu.surfaces.http.logs import configure_logging
+    from quipu.surfaces.http.server import WORKER_FACTORY, build_server
 
     settings = serve_settings(
         _settings(db, config, host=host, port=port, auth=auth, workers=workers)
@@ -104,31 +135,36 @@ def serve(
             "as the local principal; bind 127.0.0.1, or start with --auth (API keys required)"
         )
         raise typer.Exit(2)
+    logging_config = configure_logging(settings.log_level)
     try:
         api, runtime = build_server(settings)
     except QuipuError as exc:
         fail(exc, 2)
     url = f"http://{settings.host}:{settings.port}"
+    shown = mask_credentials(settings.database)  # the DSN's password stays off the screen
     mode = "API keys required" if settings.auth else "local principal, no authentication"
     processes = f", {processes_count} worker processes" if processes_count > 1 else ""
     console.print(
-        f"Quipu {settings.database} on {url} ({mode}{processes}); OpenAPI docs: {url}/docs"
+        f"Quipu {shown} on {url} ({mode}{processes}); OpenAPI docs: {url}/docs",
+        markup=False,
     )
     service = runtime.service
     if settings.auth and not service.store.list_tenants():
         console.print(
             "No tenants or keys yet. Create the first admin key (shown once):\n"
-            f"  quipu tenants create acme --db {settings.database}\n"
-            f"  quipu keys create --tenant acme --role admin --db {settings.database}"
+            f"  quipu tenants create acme --db {shown}\n"
+            f"  quipu keys create --tenant acme --role admin --db {shown}",
+            markup=False,
         )
     if processes_count > 1:
         # The store is open and migrated; each worker process builds its own server from the
-        # same settings (composition.server_from_environment).
+        # same settings (surfaces.http.server.app_from_environment).
         from quipu.surfaces.http.workers import run_workers
 
         runtime.close()
+        hand_to_workers(settings)
         run_workers(
-            hand_to_workers(settings),
+            WORKER_FACTORY,
             workers=processes_count,
             host=settings.host,
             port=settings.port,
@@ -138,7 +174,7 @@ def serve(
     if settings.worker_embedded:
         runtime.worker.start()
     try:
-        uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level)
+        uvicorn.run(api, host=settings.host, port=settings.port, log_config=logging_config)
     finally:
         runtime.close()
 
@@ -156,9 +192,11 @@ def _is_loopback(host: str) -> bool:
 def mcp_(db: Db = None, config: Config = None) -> None:
     """Run the MCP server over stdio for a local agent, as the trusted local principal."""
     from quipu.composition import build_runtime
+    from quipu.surfaces.http.logs import configure_logging
     from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 
     settings = _settings(db, config)
+    configure_logging(settings.log_level)  # stderr, never Rich; stdout is the protocol
     try:
         service = build_service(settings)
         runtime = build_runtime(settings, service)
@@ -196,11 +234,10 @@ def remember(
     as_json: Json = False,
 ) -> None:
     """Remember TEXT."""
-    result = _run(
+    result = _memories(
         db,
         config,
-        lambda s, st: s.remember(
-            local_principal(st, "cli"),
+        lambda m: m.remember_result(
             text,
             scope=scope,
             kind=kind,
@@ -237,11 +274,10 @@ def recall(
     as_json: Json = False,
 ) -> None:
     """Recall memories relevant to QUERY."""
-    result = _run(
+    result = _memories(
         db,
         config,
-        lambda s, st: s.recall(
-            local_principal(st, "cli"),
+        lambda m: m.recall(
             query,
             scope=scope,
             k=k,
@@ -286,11 +322,10 @@ def list_(
     as_json: Json = False,
 ) -> None:
     """List memories in one scope, newest first."""
-    page = _run(
+    page = _memories(
         db,
         config,
-        lambda s, st: s.list(
-            local_principal(st, "cli"),
+        lambda m: m.list(
             scope=scope,
             kinds=kind,
             tags=tag,
@@ -305,14 +340,14 @@ def list_(
 @app.command()
 def get(memory_id: str, db: Db = None, config: Config = None, as_json: Json = False) -> None:
     """Show a memory's current version."""
-    memory = _run(db, config, lambda s, st: s.get(local_principal(st, "cli"), memory_id))
+    memory = _memories(db, config, lambda m: m.get(memory_id))
     _print(memory.to_dict(), as_json, lambda d: console.print_json(json.dumps(d, default=str)))
 
 
 @app.command()
 def history(memory_id: str, db: Db = None, config: Config = None, as_json: Json = False) -> None:
     """Show every version of a memory."""
-    versions = _run(db, config, lambda s, st: s.history(local_principal(st, "cli"), memory_id))
+    versions = _memories(db, config, lambda m: m.history(memory_id))
     data = {"versions": [v.to_dict() for v in versions]}
     _print(
         data,
@@ -334,18 +369,39 @@ def revise(
     as_json: Json = False,
 ) -> None:
     """Write a new version of a memory with new TEXT."""
-    memory = _run(
+    memory = _memories(
         db,
         config,
-        lambda s, st: s.revise(
-            local_principal(st, "cli"),
-            memory_id,
-            text,
-            expected_version=expected_version,
-            reason=reason,
-        ),
+        lambda m: m.revise(memory_id, text, expected_version=expected_version, reason=reason),
     )
     _print(memory.to_dict(), as_json, lambda d: console.print(f"{d['id']} is now v{d['version']}"))
+
+
+@app.command()
+def status(
+    memory_id: str,
+    new_status: Annotated[
+        str, typer.Argument(metavar="STATUS", help="active, quarantined, superseded, ...")
+    ],
+    db: Db = None,
+    config: Config = None,
+    expected_version: Annotated[int | None, typer.Option(help="Version you replace.")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Move a memory through its lifecycle, e.g. release a quarantined one: STATUS active."""
+    memory = _memories(
+        db,
+        config,
+        lambda m: m.set_status(
+            memory_id, new_status, reason=reason, expected_version=expected_version
+        ),
+    )
+    _print(
+        memory.to_dict(),
+        as_json,
+        lambda d: console.print(f"{d['id']} is now {d['status']} (v{d['version']})"),
+    )
 
 
 @app.command()
@@ -357,9 +413,7 @@ def forget(
     as_json: Json = False,
 ) -> None:
     """Forget a memory (logical: history keeps it)."""
-    memory = _run(
-        db, config, lambda s, st: s.forget(local_principal(st, "cli"), memory_id, reason=reason)
-    )
+    memory = _memories(db, config, lambda m: m.forget(memory_id, reason=reason))
     _print(memory.to_dict(), as_json, lambda d: console.print(f"forgot {d['id']}"))
 
 
@@ -370,13 +424,17 @@ def supersede(
     db: Db = None,
     config: Config = None,
     reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    expected_version: Annotated[
+        int | None,
+        typer.Option(help="The version of OLD_ID you read (required against a server)."),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Mark OLD_ID superseded by NEW_ID."""
-    memory = _run(
+    memory = _memories(
         db,
         config,
-        lambda s, st: s.supersede(local_principal(st, "cli"), old_id, new_id, reason=reason),
+        lambda m: m.supersede(old_id, new_id, reason=reason, expected_version=expected_version),
     )
     _print(memory.to_dict(), as_json, lambda d: console.print(f"{d['id']} superseded"))
 
@@ -457,14 +515,14 @@ def reindex(db: Db = None, config: Config = None) -> None:
 @app.command()
 def config(config_file: Config = None, as_json: Json = False) -> None:
     """Show every setting with its current value and help."""
-    settings = _settings(None, config_file)
+    settings = _settings(None, config_file, server_ok=True)
     rows = [
         {
             "setting": name,
-            "value": "***" if "key" in name and value else value,
+            "value": value,  # credentials masked by their type (issue 20 defect 15)
             "help": Settings.model_fields[name].description,
         }
-        for name, value in settings.model_dump().items()
+        for name, value in settings.redacted().items()
     ]
     _print(rows, as_json, lambda r: _table(r, ["setting", "value", "help"]))
 

@@ -47,11 +47,16 @@ def _extractor(
 ) -> Extractor:
     if name is ExtractorName.DETERMINISTIC:
         return DeterministicExtractor()
-    if not (base_url and model):
+    if api_key is not None:
+        err.print(
+            "[yellow]warning:[/yellow] --api-key puts the secret where other users of this "
+            "machine can read it (ps, shell history); prefer QUIPU_EXTRACTOR_API_KEY"
+        )
+    if not (base_url and model and api_key):
         # Fall back to the `extractor_*` settings (file, environment) for what is missing.
         from quipu.surfaces.cli.options import settings_or_exit
 
-        settings = settings_or_exit(None, config)
+        settings = settings_or_exit(None, config, server_ok=True)
         base_url = base_url or settings.extractor_base_url
         model = model or settings.extractor_model
         api_key = api_key or settings.extractor_api_key
@@ -136,7 +141,11 @@ def promotion(
         str | None, typer.Option(help="Model extractor: model name (default: setting).")
     ] = None,
     api_key: Annotated[
-        str | None, typer.Option(help="Model extractor: API key (default: setting).")
+        str | None,
+        typer.Option(
+            help="Model extractor: API key (default: setting `extractor_api_key`, e.g. "
+            "QUIPU_EXTRACTOR_API_KEY; a command line is readable by other users)."
+        ),
     ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="TOML settings file for the model extractor.")

@@ -13,10 +13,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from quipu.composition import Runtime, build_runtime, build_service
+from quipu.composition import build_runtime, build_service
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
 from quipu.errors import QuipuError
+from quipu.runtime import Runtime
 from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
 
 jobs = typer.Typer(help="Inspect, cancel and retry durable jobs.", no_args_is_help=True)

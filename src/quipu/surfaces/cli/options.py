@@ -1,27 +1,38 @@
 """What commands share: the options of a command that opens a store, settings loading, how
-an error ends the command (the stable code on stderr, a non-zero exit), and progress bars."""
+an error ends the command (the stable code on stderr, a non-zero exit), keys from the
+environment or standard input, and progress bars."""
 
 from __future__ import annotations
 
+import getpass
+import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 
-from quipu.composition import load_settings
+from quipu.composition import API_KEY_ENV, database_kind, load_settings, server_key
+from quipu.core.urls import mask_credentials
 from quipu.errors import ConfigurationError, QuipuError
-from quipu.settings import Settings
+from quipu.settings import Settings, is_secret
 
 err = Console(stderr=True)
+
+#: The memory verbs that also run against a Quipu server (``--db http(s)://…``).
+SERVER_VERBS = "remember, recall, list, get, history, revise, status, forget and supersede"
+#: Longest API key or run token accepted from the environment or standard input.
+MAX_KEY_CHARS = 4096
 
 Db = Annotated[
     str | None,
     typer.Option(
         "--db",
         "--database",
-        help="SQLite file or postgresql:// URL (default: setting `database`).",
+        help="SQLite file or postgresql:// URL (default: setting `database`); for the memory "
+        "verbs also the http(s):// URL of a Quipu server (key in QUIPU_API_KEY).",
     ),
 ]
 Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
@@ -36,18 +47,83 @@ SettingOverrides = Annotated[
 
 
 def fail(exc: QuipuError, exit_code: int) -> NoReturn:
-    """Print ``code: message`` on stderr and end the command with ``exit_code``."""
+    """Print ``code: message`` on stderr and end the command with ``exit_code``. The message
+    is printed as text (never as markup) with any credential in it masked."""
     label = "configuration error" if isinstance(exc, ConfigurationError) else exc.code
-    err.print(f"[red]{label}:[/red] {exc.message}")
+    err.print(f"[red]{escape(label)}:[/red] {escape(mask_credentials(exc.message))}")
     raise typer.Exit(exit_code)
 
 
-def settings_or_exit(db: str | None, config: Path | None, **overrides: Any) -> Settings:
-    """Settings from defaults, the file, the environment and these flags; exit 2 if invalid."""
+def settings_or_exit(
+    db: str | None, config: Path | None, *, server_ok: bool = False, **overrides: Any
+) -> Settings:
+    """Settings from defaults, the file, the environment and these flags; exit 2 if invalid,
+    or if ``database`` is a server URL and the command needs a store (not ``server_ok``)."""
     try:
-        return load_settings({"database": db, **overrides}, config_file=config)
+        settings = load_settings({"database": db, **overrides}, config_file=config)
     except ConfigurationError as exc:
         fail(exc, 2)
+    if not server_ok and database_kind(settings.database) == "server":
+        fail(
+            ConfigurationError(
+                "this command needs a store (a file or a postgresql:// URL), and "
+                f"{settings.database} is a Quipu server: against a server the CLI runs only "
+                f"the memory verbs ({SERVER_VERBS}); run this command where the server's "
+                "store is, or use the server's HTTP API"
+            ),
+            2,
+        )
+    return settings
+
+
+def checked_key(value: str | None, source: str) -> str | None:
+    """An API key or run token as given (outer whitespace stripped), or None when empty;
+    ConfigurationError when it holds what no key holds (space, control or non-ASCII
+    characters, a lone surrogate) or is absurdly long. The key itself is never echoed."""
+    key = (value or "").strip()
+    if not key:
+        return None
+    if len(key) > MAX_KEY_CHARS or not all("!" <= c <= "~" for c in key):
+        raise ConfigurationError(
+            f"the key in {source} is not an API key: keys are printable ASCII without spaces, "
+            f"at most {MAX_KEY_CHARS} characters"
+        )
+    return key
+
+
+def env_key() -> str | None:
+    """The key in ``QUIPU_API_KEY`` (checked; exit 2 when malformed), or None."""
+    try:
+        return checked_key(server_key(), API_KEY_ENV)
+    except ConfigurationError as exc:
+        fail(exc, 2)
+
+
+def key_or_exit(flag: str | None, from_stdin: bool) -> str:
+    """A key for a command that needs one: ``--key-stdin`` reads the first line of standard
+    input (a prompt without echo on a terminal), else ``--key`` (warned: a command line is
+    visible to every user of the machine), else ``QUIPU_API_KEY``. Exit 2 when none is given."""
+    try:
+        if flag is not None and from_stdin:
+            raise ConfigurationError("give the key with --key or with --key-stdin, not both")
+        if from_stdin:
+            # one bounded line: a stream without a newline is not read to its end
+            reader = sys.stdin.readline
+            raw = getpass.getpass("key: ") if sys.stdin.isatty() else reader(MAX_KEY_CHARS + 1)
+            key = checked_key(raw, "standard input")
+        elif flag is not None:
+            err.print(
+                "[yellow]warning:[/yellow] --key puts the secret where other users of this "
+                f"machine can read it (ps, shell history); prefer {API_KEY_ENV} or --key-stdin"
+            )
+            key = checked_key(flag, "--key")
+        else:
+            key = checked_key(server_key(), API_KEY_ENV)
+    except ConfigurationError as exc:
+        fail(exc, 2)
+    if key is None:
+        fail(ConfigurationError(f"no key given: set {API_KEY_ENV} or pipe it to --key-stdin"), 2)
+    return key
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, str]:
@@ -57,7 +133,14 @@ def parse_overrides(items: list[str] | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--set")
-        overrides[name.strip()] = value.strip()
+        name, value = name.strip(), value.strip()
+        if is_secret(name) or mask_credentials(value) != value:
+            raise typer.BadParameter(
+                f"{name}: --set takes no credentials (a command line is readable by other "
+                "users of this machine, e.g. with ps)",
+                param_hint="--set",
+            )
+        overrides[name] = value
     try:
         load_settings(overrides, environ={})
     except ConfigurationError as error:

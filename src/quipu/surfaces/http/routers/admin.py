@@ -9,14 +9,16 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from quipu.auth.access import Access
 from quipu.core.records import Principal
-from quipu.errors import NotFound
-from quipu.service import MemoryService
+from quipu.errors import InvalidInput, NotFound
+from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import principal, service
+from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["access"])
 Svc = Annotated[MemoryService, Depends(service)]
 Who = Annotated[Principal, Depends(principal)]
+Json = dict[str, Any]
 
 
 class TokenBody(Body):
@@ -32,26 +34,44 @@ def _access(request: Request) -> Access:
     return access
 
 
-@router.post("/tokens", status_code=201, summary="Mint a run token (service keys)")
-def mint_token(body: TokenBody, who: Who, request: Request) -> dict[str, Any]:
+@router.post(
+    "/tokens", status_code=201, response_model=Json, summary="Mint a run token (service keys)"
+)
+def mint_token(body: TokenBody, who: Who, svc: Svc, request: Request) -> SafeJSONResponse:
+    svc.guard.admit_write(who)  # minting spends from the service key's bucket (defect 12)
     credential, secret = _access(request).mint_run_token(
-        who, body.agent_id, body.user_id, timedelta(seconds=body.ttl_seconds)
+        who, body.agent_id, body.user_id, _ttl(body.ttl_seconds)
     )
-    return {"token": secret, "credential": credential.to_dict()}
+    return SafeJSONResponse({"token": secret, "credential": credential.to_dict()}, status_code=201)
 
 
-@router.get("/audit", summary="The tenant's audit log (admins)")
+def _ttl(seconds: int) -> timedelta:
+    """A timedelta holds about 2.7 million years; a larger count is refused like any other
+    out-of-range lifetime, not left to overflow into a 500 (issue 20 defect 9)."""
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise InvalidInput(
+            "ttl_seconds is out of range", code="invalid_ttl", details={"field": "ttl_seconds"}
+        ) from None
+
+
+@router.get("/audit", response_model=Json, summary="The tenant's audit log (admins)")
 def audit(
     svc: Svc,
     who: Who,
     cursor: str | None = None,
     limit: Annotated[int | None, Query(ge=1)] = None,
-) -> dict[str, Any]:
+) -> SafeJSONResponse:
     events, next_cursor = svc.audit(who, cursor=cursor, limit=limit)
-    return {"items": [e.to_dict() for e in events], "next_cursor": next_cursor}
+    return SafeJSONResponse({"items": [e.to_dict() for e in events], "next_cursor": next_cursor})
 
 
-@router.get("/admin/memories", summary="List any subject's memories (superadmin oversight)")
+@router.get(
+    "/admin/memories",
+    response_model=Json,
+    summary="List any subject's memories (superadmin oversight)",
+)
 def oversight_list(
     svc: Svc,
     who: Who,
@@ -59,13 +79,19 @@ def oversight_list(
     owner: str,
     cursor: str | None = None,
     limit: Annotated[int | None, Query(ge=1)] = None,
-) -> dict[str, Any]:
+) -> SafeJSONResponse:
     page = svc.oversight_list(who, scope=scope, owner=owner, cursor=cursor, limit=limit)
-    return {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}
+    return SafeJSONResponse(
+        {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}
+    )
 
 
-@router.delete("/admin/memories/{memory_id}", summary="Forget any memory (superadmin oversight)")
+@router.delete(
+    "/admin/memories/{memory_id}",
+    response_model=Json,
+    summary="Forget any memory (superadmin oversight)",
+)
 def oversight_forget(
     memory_id: str, svc: Svc, who: Who, reason: str | None = None
-) -> dict[str, Any]:
-    return svc.oversight_forget(who, memory_id, reason=reason).to_dict()
+) -> SafeJSONResponse:
+    return SafeJSONResponse(svc.oversight_forget(who, memory_id, reason=reason).to_dict())

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from quipu.service import MemoryService
+from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import service
 
 router = APIRouter(tags=["health"])

@@ -1,0 +1,605 @@
+"""The memory use cases every surface calls: remember, recall, get, list, history, revise,
+supersede, forget, status moves, export and import. Synchronous and thread-safe; the HTTP and
+MCP surfaces call it from a worker pool. Identity always comes from the :class:`Principal`,
+never from arguments; authorisation, screening and audit come from the shared
+:class:`~quipu.guard.Guard`, and recall runs the :mod:`quipu.retrieval.pipeline`.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
+from quipu.core import validate
+from quipu.core.auth import AuditEvent
+from quipu.core.limits import Limits
+from quipu.core.query import Cursor, Page, RecallResult
+from quipu.core.records import (
+    Kind,
+    MemoryVersion,
+    Principal,
+    Provenance,
+    Relation,
+    Role,
+    Scope,
+    ScopeRef,
+    Source,
+    Status,
+    Trust,
+    WriteResult,
+)
+from quipu.core.scopes import check_write, is_reviewer, parse_scope, resolve_scope
+from quipu.core.text import content_hash, embedding_key, fold
+from quipu.core.versions import Change
+from quipu.embeddings.base import Embedder
+from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, QuipuError
+from quipu.guard import Guard, not_found
+from quipu.guard import reason as _reason
+from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
+from quipu.retrieval.rerank import CrossEncoder
+from quipu.storage.base import EmbeddingPin, Store, Vector
+
+_UNVERIFIED_SOURCES = frozenset({Source.EXTRACTED, Source.HARVESTED})
+
+
+class MemoryService:
+    """The memory plane's use cases over one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        limits: Limits | None = None,
+        clock: Callable[[], datetime] | None = None,
+        limiter: RateLimiter | SharedRateLimiter | None = None,
+        reranker: CrossEncoder | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.reranker = reranker
+        self.limits = limits or Limits()
+        self._clock = clock or (lambda: datetime.now(UTC))
+        if embedder is not None:
+            store.pin_embedding(EmbeddingPin(embedder.model_id, embedder.dimension))
+        self.guard = Guard(store, self.limits, self._clock, limiter)
+        self.pipeline = RecallPipeline(store, embedder, self.limits, self._clock, reranker)
+
+    @property
+    def limiter(self) -> RateLimiter | SharedRateLimiter | None:
+        """The write rate limit (the guard's); `quipu serve --auth` sets it after building."""
+        return self.guard.limiter
+
+    @limiter.setter
+    def limiter(self, value: RateLimiter | SharedRateLimiter | None) -> None:
+        self.guard.limiter = value
+
+    def close(self) -> None:
+        """Stop the recall pipeline's search threads (the store is closed by its owner)."""
+        self.pipeline.close()
+
+    def for_jobs(self) -> MemoryService:
+        """This service as background jobs write through it: the same store, models and guard,
+        but no per-key request rate limit. A job's writes are not a caller's requests, so they
+        never spend (or fail on) a caller's budget (issue 20, #6); the owner quota and each
+        job's own caps still bound them."""
+        view = copy.copy(self)
+        view.guard = copy.copy(self.guard)
+        view.guard.limiter = None
+        return view
+
+    # -- writes ------------------------------------------------------------------------------
+    def remember(
+        self,
+        principal: Principal,
+        text: object,
+        *,
+        scope: str = "agent",
+        kind: object = "fact",
+        tags: object = None,
+        metadata: object = None,
+        aliases: object = None,
+        project: object = None,
+        confidence: object = 1.0,
+        source: object = "explicit",
+        observed_at: object = None,
+        valid_at: object = None,
+        invalid_at: object = None,
+        session_id: object = None,
+        run_id: object = None,
+        model: object = None,
+        prompt_version: object = None,
+        quote: object = None,
+        defer_embedding: bool = False,
+    ) -> WriteResult:
+        """Store a new memory, or report the live exact duplicate (MEM-6)."""
+        lim = self.limits
+        body = validate.text(text, max_bytes=lim.max_text_bytes)
+        ref = resolve_scope(principal, scope)
+        check_write(principal, ref)
+        self.guard.admit_write(principal)
+        source_v = validate.enum(Source, source, field="source")
+        tags_v = validate.labels(tags, field="tags", max_count=lim.max_tags)
+        aliases_v = validate.labels(aliases, field="aliases", max_count=lim.max_aliases)
+        meta_v = validate.metadata(metadata, max_bytes=lim.max_metadata_bytes)
+        now = self._clock()
+        valid = validate.instant(valid_at, field="valid_at") or now
+        invalid = validate.instant(invalid_at, field="invalid_at")
+        if invalid is not None and invalid <= valid:
+            raise InvalidInput("invalid_at must be later than valid_at", code="invalid_time")
+        quote_v = (
+            None
+            if quote is None
+            else validate.text(quote, max_bytes=lim.max_text_bytes, field="quote")
+        )
+        provenance = Provenance(
+            surface=principal.surface,
+            key_id=principal.key_id,
+            session_id=validate.optional_id(session_id, field="session_id"),
+            run_id=validate.optional_id(run_id, field="run_id"),
+            agent_id=principal.agent_id,
+            model=validate.optional_name(model, field="model"),
+            prompt_version=validate.optional_name(prompt_version, field="prompt_version"),
+            quote=quote_v,
+        )
+        memory = MemoryVersion(
+            id=uuid.uuid4().hex,
+            version=1,
+            tenant_id=ref.tenant_id,
+            scope=ref.scope,
+            owner=ref.owner,
+            project=validate.optional_id(project, field="project"),
+            text=body,
+            kind=validate.enum(Kind, kind, field="kind"),
+            status=Status.ACTIVE,
+            confidence=validate.confidence(confidence),
+            source=source_v,
+            trust=Trust.UNVERIFIED if source_v in _UNVERIFIED_SOURCES else Trust.VERIFIED,
+            tags=tags_v,
+            metadata=meta_v,
+            aliases=aliases_v,
+            provenance=provenance,
+            observed_at=validate.instant(observed_at, field="observed_at"),
+            valid_at=valid,
+            invalid_at=invalid,
+            recorded_at=now,
+            content_hash=content_hash(body),
+            embedding_model=None,
+            relation=Relation.CREATED,
+            actor=principal.key_id,
+        )
+        self.guard.screen(memory)  # before any embedding is spent (or a secret sent out)
+        if self.guard.injected(memory):
+            memory = replace(memory, status=Status.QUARANTINED)
+        existing = self._live_duplicate(ref, memory)
+        if existing is not None:
+            return WriteResult(existing, created=False)
+        vector = None if defer_embedding else self._embed_for_write(ref.tenant_id, body)
+        if vector is not None and self.embedder is not None:
+            memory = replace(memory, embedding_model=self.embedder.model_id)
+        return self.store.insert(
+            ref,
+            memory,
+            vector,
+            embedding_key(body) if vector is not None else None,
+            lim.quota_per_owner,
+        )
+
+    def revise(
+        self,
+        principal: Principal,
+        memory_id: str,
+        text: object,
+        *,
+        expected_version: int | None = None,
+        reason: object = None,
+        scope: str | None = None,
+        valid_at: object = None,
+    ) -> MemoryVersion:
+        """Write a new version with new text (MEM-4, LIFE-2)."""
+        body = validate.text(text, max_bytes=self.limits.max_text_bytes)
+        change = Change(
+            actor=principal.key_id,
+            relation=Relation.REVISES,
+            reason=_reason(reason),
+            text=body,
+            valid_at=validate.instant(valid_at, field="valid_at"),
+        )
+        self.guard.screen(change)  # before any embedding is spent (or a secret sent out)
+        ref = self.guard.authorise(principal, memory_id, scope, write=True)
+        self.guard.admit_write(principal)
+        vector = self._embed_for_write(ref.tenant_id, body)
+        change = replace(
+            change,
+            status=Status.QUARANTINED if self.guard.injected(change) else None,
+            embedding_model=self.embedder.model_id
+            if vector is not None and self.embedder
+            else None,
+        )
+        return self.store.append(
+            ref,
+            memory_id,
+            change,
+            expected_version,
+            vector,
+            embedding_key(body) if vector is not None else None,
+            self._clock(),
+            self.limits.quota_per_owner,
+        )
+
+    def supersede(
+        self,
+        principal: Principal,
+        old_id: str,
+        new_id: str,
+        *,
+        reason: object = None,
+        scope: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """Link ``old_id`` to its replacement and end its validity now (MEM-4); with
+        ``expected_version``, only if ``old_id`` is still at that version (LIFE-2)."""
+        ref = self.guard.authorise(principal, old_id, scope, write=True)
+        self.guard.admit_write(principal)
+        if old_id == new_id:
+            raise InvalidInput("a memory cannot supersede itself", code="invalid_supersede")
+        change = Change(
+            actor=principal.key_id, relation=Relation.SUPERSEDED_BY, reason=_reason(reason)
+        )
+        self.guard.screen(change)
+        return self.store.supersede(ref, old_id, new_id, change, self._clock(), expected_version)
+
+    def forget(
+        self,
+        principal: Principal,
+        memory_id: str,
+        *,
+        reason: object = None,
+        expected_version: int | None = None,
+        scope: str | None = None,
+    ) -> MemoryVersion:
+        """Logical delete: append an ``unavailable`` version (LIFE-3)."""
+        return self.set_status(
+            principal,
+            memory_id,
+            Status.UNAVAILABLE,
+            reason=reason,
+            expected_version=expected_version,
+            scope=scope,
+            relation=Relation.FORGETS,
+        )
+
+    def set_status(
+        self,
+        principal: Principal,
+        memory_id: str,
+        status: object,
+        *,
+        reason: object = None,
+        expected_version: int | None = None,
+        scope: str | None = None,
+        relation: Relation = Relation.STATUS,
+    ) -> MemoryVersion:
+        """Move a memory through the lifecycle (LIFE-1); illegal moves are 409.
+
+        Leaving quarantine (to anything but forgotten) is a review (LIFE-6, issue 20 defect 5):
+        it needs a reviewer (:func:`~quipu.core.scopes.is_reviewer`) and a reason, applies only
+        to the version the reviewer saw, and is audited as ``memory.review``."""
+        target = validate.enum(Status, status, field="status")
+        ref = self.guard.authorise(principal, memory_id, scope, write=True)
+        self.guard.admit_write(principal)
+        current = self.store.get(ref, memory_id)
+        if current is None or current.status is not Status.QUARANTINED:
+            return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
+        if target in (Status.QUARANTINED, Status.UNAVAILABLE):
+            return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
+        if not is_reviewer(principal):
+            raise Forbidden(
+                "leaving quarantine needs a reviewer: an admin key or the memory:review grant",
+                code="review_required",
+                details={"id": memory_id},
+            )
+        why = _reason(reason)
+        if not why:
+            raise InvalidInput(
+                "releasing a memory from quarantine needs a reason", code="reason_required"
+            )
+        expected = current.version if expected_version is None else expected_version
+        moved = self._move(principal, ref, memory_id, target, why, expected, relation)
+        self.guard.audit(
+            principal,
+            "memory.review",
+            (memory_id,),
+            reason=why,
+            details={"from": Status.QUARANTINED.value, "to": target.value},
+        )
+        return moved
+
+    def _move(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        memory_id: str,
+        target: Status,
+        reason: object,
+        expected_version: int | None,
+        relation: Relation,
+    ) -> MemoryVersion:
+        change = Change(
+            actor=principal.key_id, relation=relation, reason=_reason(reason), status=target
+        )
+        if target is Status.EXPIRED:
+            change = Change(
+                actor=principal.key_id,
+                relation=relation,
+                reason=_reason(reason),
+                status=target,
+                invalid_at=self._clock(),
+            )
+        return self.store.append(
+            ref,
+            memory_id,
+            change,
+            expected_version,
+            None,
+            None,
+            self._clock(),
+            self.limits.quota_per_owner,
+        )
+
+    # -- reads -------------------------------------------------------------------------------
+    def get(
+        self, principal: Principal, memory_id: str, *, scope: str | None = None
+    ) -> MemoryVersion:
+        ref = self.guard.authorise(principal, memory_id, scope)
+        memory = self.store.get(ref, memory_id)
+        if memory is None or memory.status in (Status.UNAVAILABLE, Status.QUARANTINED):
+            raise not_found(memory_id)
+        return memory
+
+    def history(
+        self, principal: Principal, memory_id: str, *, scope: str | None = None
+    ) -> list[MemoryVersion]:
+        """Every version, forgotten ones included, to the scope's owner (LIFE-7)."""
+        ref = self.guard.authorise(principal, memory_id, scope)
+        versions = self.store.history(ref, memory_id)
+        if not versions:
+            raise not_found(memory_id)
+        return versions
+
+    def recall(
+        self,
+        principal: Principal,
+        query: object,
+        *,
+        scope: str = "agent",
+        k: int | None = None,
+        planes: Sequence[str] | None = None,
+        **filters: Any,
+    ) -> RecallResult:
+        """Hybrid recall in one scope (RECALL-1..5, RECALL-7, RECALL-8): the query and the
+        filters are validated, the scope resolved from the principal, then the recall pipeline
+        runs (at most ``recall_concurrency`` at once; the rest wait there)."""
+        started = time.perf_counter()
+        text = validate.query(query, max_chars=self.limits.max_query_chars)
+        size = validate.bounded_int(
+            self.limits.default_k if k is None else k, field="k", low=1, high=self.limits.max_k
+        )
+        ref = resolve_scope(principal, scope)
+        request = RecallQuery(
+            text=text,
+            ref=ref,
+            filters=self.guard.filters(**filters),
+            size=size,
+            planes=frozenset(planes or ["facts"]),
+            sources=self.store.capabilities.sources,
+        )
+        return self.pipeline.recall(request, started)
+
+    # -- transfer ----------------------------------------------------------------------------
+    def export(self, principal: Principal) -> Iterator[tuple[MemoryVersion, Vector | None]]:
+        """Every version of the principal's tenant, with vectors (lossless; API-4)."""
+        return self.store.export_versions(principal.tenant_id)
+
+    def import_(
+        self,
+        principal: Principal,
+        items: Iterable[tuple[MemoryVersion, Vector | None]],
+        *,
+        on_refused: Callable[[int, str, QuipuError], None] | None = None,
+    ) -> int:
+        """Insert exported versions into the principal's tenant, keeping ids and times.
+
+        An export is data from outside: every version is screened like any write (issue 20
+        defect 11): a version that cannot be stored or holds a secret refuses its whole family
+        (the versions of one memory travel together), and a current version that looks like a
+        prompt injection is stored ``quarantined``. Without ``on_refused`` the first refusal
+        raises and nothing is written; with it, refused families are left out and each of their
+        rows is reported as ``on_refused(position, memory_id, error)``, ``position`` counting
+        ``items`` from 1."""
+        pin = self.store.embedding_pin()
+        families: dict[str, list[tuple[int, MemoryVersion, Vector | None]]] = {}
+        refused: dict[str, QuipuError] = {}
+        for position, (row, row_vector) in enumerate(items, start=1):
+            memory, vector = self._imported(principal, row), row_vector
+            if vector is not None and (
+                pin is None
+                or memory.embedding_model != pin.model_id
+                or vector.shape[0] != pin.dimension
+            ):
+                vector = None
+                memory = replace(memory, embedding_model=None)
+            families.setdefault(memory.id, []).append((position, memory, vector))
+            if memory.id in refused:
+                continue
+            try:
+                self.guard.screen(memory)
+            except QuipuError as exc:
+                if on_refused is None:
+                    raise
+                refused[memory.id] = exc
+        for family, error in refused.items():
+            for position, _, _ in families.pop(family):
+                assert on_refused is not None
+                on_refused(position, family, error)
+        count = self.store.import_versions(
+            (memory, vector) for rows in families.values() for _, memory, vector in rows
+        )
+        self.guard.audit(
+            principal,
+            "memory.import",
+            (),
+            details={"versions": count, "refused_families": len(refused)},
+        )
+        return count
+
+    def _imported(self, principal: Principal, memory: MemoryVersion) -> MemoryVersion:
+        """One exported version, checked to belong to the principal's tenant, quarantined
+        when it is current and reads like an injection."""
+        if memory.tenant_id != principal.tenant_id:
+            raise InvalidInput(
+                "an import holds rows of another tenant",
+                code="tenant_mismatch",
+                details={"id": memory.id},
+            )
+        if (
+            memory.is_current
+            and memory.status not in (Status.UNAVAILABLE, Status.QUARANTINED)
+            and self.guard.injected(memory)
+        ):
+            return replace(memory, status=Status.QUARANTINED)
+        return memory
+
+    # -- oversight and audit (SCOPE-8, SAFE-4) -----------------------------------------------
+    def oversight_list(
+        self,
+        principal: Principal,
+        *,
+        scope: str,
+        owner: object,
+        cursor: str | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> Page:
+        """A superadmin lists any subject's memories in the tenant it names; audited."""
+        ref = self._oversight_ref(principal, scope, owner)
+        size = self.guard.page_size(limit)
+        at = None if cursor is None else Cursor.decode(cursor)
+        page = self.store.list_page(ref, self.guard.filters(**filters), at, size)
+        self.guard.audit(
+            principal,
+            "oversight.list",
+            tuple(m.id for m in page.items),
+            details={"scope": ref.scope.value, "owner": ref.owner},
+        )
+        return page
+
+    def oversight_forget(
+        self, principal: Principal, memory_id: object, *, reason: object = None
+    ) -> MemoryVersion:
+        """A superadmin forgets any memory of the tenant it names; audited."""
+        if principal.role is not Role.SUPERADMIN:
+            raise Forbidden("oversight is for superadmins", code="forbidden")
+        ident = validate.identifier(memory_id, field="id")
+        ref = self.store.locate(principal.tenant_id, ident)
+        if ref is None:
+            raise not_found(ident)
+        memory = self._move(
+            principal, ref, ident, Status.UNAVAILABLE, reason, None, Relation.FORGETS
+        )
+        self.guard.audit(principal, "oversight.forget", (ident,), reason=_reason(reason))
+        return memory
+
+    def audit(
+        self, principal: Principal, *, cursor: str | None = None, limit: int | None = None
+    ) -> tuple[list[AuditEvent], str | None]:
+        """The tenant's audit log, newest first, for admins (SAFE-4)."""
+        if principal.role not in (Role.ADMIN, Role.SUPERADMIN):
+            raise Forbidden("the audit log is for admins", code="forbidden")
+        size = self.guard.page_size(limit)
+        before = None
+        if cursor is not None:
+            # ASCII digits that fit a 64-bit sequence number (issue 20 defect 9).
+            if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:
+                raise InvalidInput(
+                    "the cursor is not one this server issued", code="invalid_cursor"
+                )
+            before = int(cursor)
+        events = self.store.list_audit(principal.tenant_id, before, size + 1)
+        next_cursor = str(events[size - 1].seq) if len(events) > size else None
+        return events[:size], next_cursor
+
+    def _oversight_ref(self, principal: Principal, scope: str, owner: object) -> ScopeRef:
+        if principal.role is not Role.SUPERADMIN:
+            raise Forbidden("oversight is for superadmins", code="forbidden")
+        kind = parse_scope(scope)
+        if kind is Scope.GLOBAL:
+            return resolve_scope(principal, kind)
+        return ScopeRef(principal.tenant_id, kind, validate.identifier(owner, field="owner"))
+
+    def embed_pending(self, batch: int = 64) -> int:
+        """Embed rows stored without a vector (deferred or written while the embedder was down)."""
+        if self.embedder is None:
+            return 0
+        done = 0
+        while True:
+            rows = self.store.missing_vectors(batch)
+            if not rows:
+                return done
+            vectors = self.embedder.embed_batch([r[2] for r in rows])
+            self.store.attach_vectors(
+                self.embedder.model_id,
+                [(key, embedding_key(text), vectors[i]) for i, (key, _, text) in enumerate(rows)],
+            )
+            done += len(rows)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _live_duplicate(self, ref: ScopeRef, memory: MemoryVersion) -> MemoryVersion | None:
+        if memory.status is not Status.ACTIVE:
+            return None
+        keys = [
+            key
+            for key, label in self.store.exact_candidates(
+                ref, fold(memory.text), memory.content_hash
+            )
+            if label == "text"
+        ]
+        for candidate in self.store.load(keys).values():
+            if candidate.project == memory.project and candidate.status is Status.ACTIVE:
+                return candidate
+        return None
+
+    def _embed_for_write(self, tenant_id: str, body: str) -> Vector | None:
+        """The vector for ``body``: from the cache when this text was embedded before; ``None``
+        when the embedder is off or failing (the row is embedded later by embed_pending)."""
+        if self.embedder is None:
+            return None
+        key = embedding_key(body)
+        cached = self.store.cached_embeddings(tenant_id, self.embedder.model_id, [key])
+        if key in cached:
+            return cached[key]
+        try:
+            vector: Vector = self.embedder.embed_batch([body])[0]
+        except EmbeddingUnavailable:
+            return None
+        return vector
+
+    # ``list`` last: below it, the name would shadow the builtin in annotations.
+    def list(
+        self,
+        principal: Principal,
+        *,
+        scope: str = "agent",
+        cursor: str | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> Page:
+        ref = resolve_scope(principal, scope)
+        size = self.guard.page_size(limit)
+        at = None if cursor is None else Cursor.decode(cursor)
+        return self.store.list_page(ref, self.guard.filters(**filters), at, size)

@@ -1,0 +1,27 @@
+"""What the composition root hands to every surface: the use cases, sessions, the job queue and
+a worker. It sits below both, so a surface names its type without importing the composition
+root, and the composition root builds it without importing a surface."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from quipu.jobs.queue import JobQueue
+from quipu.jobs.worker import Worker
+from quipu.memories import MemoryService
+from quipu.sessions import SessionService
+
+
+@dataclass
+class Runtime:
+    """Everything a surface needs: the memory service, sessions, the job queue and a worker."""
+
+    service: MemoryService
+    sessions: SessionService
+    queue: JobQueue
+    worker: Worker
+
+    def close(self) -> None:
+        self.worker.stop()
+        self.service.close()
+        self.service.store.close()

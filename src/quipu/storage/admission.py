@@ -1,0 +1,134 @@
+"""The one boundary every stored record crosses (issue 20, SAFE-1, SAFE-5).
+
+Both backends call these checks first in each write method, so whatever built the record (an
+HTTP or MCP request, the library, the CLI, an import, a promotion job, an audit reason) it cannot
+reach the database holding a string that breaks a later read (NUL, a lone surrogate), JSON nested
+past the bound, or a secret. The checks walk every field of the record
+(:func:`quipu.core.validate.stored_strings`), so a field added later is covered without anyone
+remembering to add it here. Only fields holding machine values — ids, digests, model ids, times —
+skip the secret screen (:data:`MACHINE_FIELDS`); every other string is screened, metadata keys
+included.
+
+The use cases check the same rules earlier, with friendlier messages and before any embedding is
+spent; these checks are the guarantee, not the first line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from quipu.core import validate
+from quipu.core.records import MemoryVersion
+from quipu.safety import find_secrets, secret_error
+
+_CLEAN: OrderedDict[bytes, None] = OrderedDict()
+_CLEAN_LOCK = threading.Lock()
+_CLEAN_SIZE = 4096
+
+Exported = tuple[MemoryVersion, Any]
+"""A version and its vector, as export writes and import reads them."""
+
+#: Last path segments whose values are machine-made (ids, digests, model names, actors): checked
+#: for valid Unicode like every string, but not screened for secrets.
+MACHINE_FIELDS = frozenset(
+    {
+        "id",
+        "tenant_id",
+        "scope",
+        "owner",
+        "kind",
+        "status",
+        "source",
+        "trust",
+        "relation",
+        "content_hash",
+        "embedding_model",
+        "actor",
+        "actor_key",
+        "key_id",
+        "parent_key_id",
+        "related_id",
+        "surface",
+        "agent_id",
+        "user_id",
+        "affirmed_by",
+        "refuted_by",
+        "role",
+        "action",
+        "target_ids",
+        "grants",
+    }
+)
+
+
+def admit(record: object) -> None:
+    """Refuse ``record`` — a version, a change, an audit event, a credential, a tenant —
+    when any string inside it cannot be stored or, outside machine fields, holds a secret.
+    Raises :class:`~quipu.errors.InvalidInput` or :class:`~quipu.errors.SecretDetected`
+    naming the field's path."""
+    _screen(validate.stored_strings(record))
+
+
+def admit_versions(items: Iterable[Exported]) -> Iterator[Exported]:
+    """``items`` (an import), each version admitted as it passes."""
+    for memory, vector in items:
+        admit(memory)
+        yield memory, vector
+
+
+def admit_turn(content: str, metadata: Mapping[str, Any]) -> None:
+    """Refuse a session turn whose content or metadata cannot be stored or holds a secret."""
+    validate.json_value(dict(metadata), field="metadata")
+    _screen(validate.stored_strings({"content": content, "metadata": metadata}))
+
+
+def free_text(record: object) -> list[tuple[str, str]]:
+    """The strings of ``record`` the screens read, with their paths: everything but machine
+    fields (see the module docstring)."""
+    return [(p, v) for p, v in validate.stored_strings(record) if v and _screened(p)]
+
+
+def _screen(strings: Iterable[tuple[str, str]]) -> None:
+    """Scan the screened strings as one text (one pass of the detector per record, not one per
+    field); only when that finds something is each field scanned alone, to name it."""
+    screened = [(path, value) for path, value in strings if value and _screened(path)]
+    if not screened or _clean("\n\n".join(value for _, value in screened)):
+        return
+    for path, value in screened:
+        findings = find_secrets(value)
+        if findings:
+            error = secret_error(findings)
+            shown = path
+            for found in findings:  # a metadata key can be the secret: never echo it
+                shown = shown.replace(value[found.start : found.end], "<secret>")
+            error.details["field"] = shown
+            raise error
+
+
+def _clean(text: str) -> bool:
+    """Whether ``text`` holds no secret. A use case screens a record before it spends an
+    embedding on it, and the store screens the same record again when it writes: the digests of
+    recently screened clean texts (never the texts, never a secret's) spare the second scan."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+    with _CLEAN_LOCK:
+        if digest in _CLEAN:
+            _CLEAN.move_to_end(digest)
+            return True
+    if find_secrets(text):
+        return False
+    with _CLEAN_LOCK:
+        _CLEAN[digest] = None
+        if len(_CLEAN) > _CLEAN_SIZE:
+            _CLEAN.popitem(last=False)
+    return True
+
+
+def _screened(path: str) -> bool:
+    """Every string inside JSON values is screened; elsewhere, all but machine fields."""
+    if path.startswith(("metadata", "details", "payload")):
+        return True
+    return path.rsplit(".", 1)[-1].split("[", 1)[0] not in MACHINE_FIELDS

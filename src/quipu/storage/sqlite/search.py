@@ -1,0 +1,263 @@
+"""Search on SQLite (a mixin of :class:`~quipu.storage.sqlite.store.SQLiteStore`): an
+in-process :class:`ScopeIndex` per scope, loaded on first use, kept current by this process's
+own writes and brought up to date from ``scope_log`` when another process wrote; evicted least
+recently used past ``cache_rows`` rows. Vector kNN, BM25, key frequencies, sessions and
+similarities of a scope are all answered from it."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+
+from quipu.core.query import Candidate, Filters
+from quipu.core.records import MemoryVersion, ScopeRef
+from quipu.retrieval.expansion import query_keys
+from quipu.storage.base import EmbeddingPin, SearchInfo, Vector
+from quipu.storage.sqlite.rows import fetch_all
+from quipu.storage.sqlite.scope_index import (
+    KIND_BY_NAME,
+    SOURCE_BY_NAME,
+    STATUS_BY_NAME,
+    Row,
+    ScopeIndex,
+)
+from quipu.storage.timecodec import to_micros, to_micros_opt
+
+log = logging.getLogger("quipu.storage")
+
+
+class ScopeSearch:
+    """Needs ``_reader()``, ``embedding_pin()`` and ``load()`` from the store, which sets the
+    attributes below in its constructor."""
+
+    _index_lock: threading.Lock
+    _indexes: OrderedDict[ScopeRef, ScopeIndex]
+    _cache_rows: int
+    rebuilds: int
+    catch_ups: int
+
+    def _reader(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def embedding_pin(self) -> EmbeddingPin | None:
+        raise NotImplementedError
+
+    def load(self, keys: Sequence[int]) -> dict[int, MemoryVersion]:
+        raise NotImplementedError
+
+    # -- searches ----------------------------------------------------------------------------
+    def vector_candidates(
+        self, ref: ScopeRef, vector: Vector, filters: Filters, limit: int
+    ) -> tuple[list[Candidate], SearchInfo]:
+        index = self._index(ref)
+        found, scanned = index.search(vector, filters, limit, now_micros())
+        return found, SearchInfo("exact-numpy", scanned)
+
+    def text_candidates(
+        self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0
+    ) -> tuple[list[Candidate], SearchInfo]:
+        index = self._index(ref)
+        keys = query_keys(query, expansion)
+        found, scanned = index.search_text(keys, filters, limit, now_micros())
+        return found, SearchInfo("bm25-scope", scanned)
+
+    def key_frequencies(self, ref: ScopeRef, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return self._index(ref).key_frequencies(keys)  # the postings BM25 reads
+
+    def sessions_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, str]:
+        return self._index(ref).sessions_of(keys)  # held in memory with the scope
+
+    def vectors_of(self, ref: ScopeRef, keys: Sequence[int]) -> dict[int, Vector]:
+        index = self._index(ref)  # the scope's vectors are in memory already
+        out: dict[int, Vector] = {}
+        for key in keys:
+            vector = index.vector_of(key)
+            if vector is not None:
+                out[key] = vector
+        return out
+
+    def similarities(self, ref: ScopeRef, keys: Sequence[int], vector: Vector) -> dict[int, float]:
+        query = np.ascontiguousarray(vector, dtype=np.float32)
+        return self._index(ref).similarities(keys, query)
+
+    # -- cache upkeep ------------------------------------------------------------------------
+    def _cache_add(
+        self,
+        ref: ScopeRef,
+        generation: int,
+        key: int,
+        memory: MemoryVersion,
+        previous_key: int | None,
+        vector: Vector | None,
+        terms: list[str],
+    ) -> None:
+        with self._index_lock:
+            index = self._indexes.get(ref)
+        if index is None:
+            return
+        with index.lock:
+            if index.generation != generation - 1:
+                return  # another process wrote in between: the next read replays the log
+            add_version(index, key, memory, previous_key, vector, terms)
+            index.generation = generation
+
+    def _cache_retire(self, ref: ScopeRef, key: int, end: datetime | None) -> None:
+        with self._index_lock:
+            index = self._indexes.get(ref)
+        if index is not None:
+            index.retire(key, to_micros_opt(end))
+
+    def _index(self, ref: ScopeRef) -> ScopeIndex:
+        pin = self.embedding_pin()
+        conn = self._reader()
+        row = conn.execute(
+            "SELECT generation FROM scope_state WHERE tenant_id = ? AND scope = ? AND owner = ?",
+            (ref.tenant_id, ref.scope.value, ref.owner),
+        ).fetchone()
+        generation = int(row[0]) if row else 0
+        with self._index_lock:
+            index = self._indexes.get(ref)
+            if (
+                index is not None
+                and index.generation < generation
+                and not self._catch_up(conn, ref, pin, index, generation)
+            ):
+                index = None
+            if index is not None:
+                self._indexes.move_to_end(ref)
+                return index
+            index = self._build(conn, ref, pin, generation)
+            self.rebuilds += 1
+            self._indexes[ref] = index
+            self._evict()
+            return index
+
+    def _catch_up(
+        self,
+        conn: sqlite3.Connection,
+        ref: ScopeRef,
+        pin: EmbeddingPin | None,
+        index: ScopeIndex,
+        generation: int,
+    ) -> bool:
+        """Replay what other processes wrote to this scope since ``index`` was current
+        (``scope_log``), as this process's own writes would have applied it. False when the
+        log does not cover every generation since (pruned, or a bulk import): reload instead."""
+        params = (ref.tenant_id, ref.scope.value, ref.owner)
+        entries = conn.execute(
+            "SELECT generation, added, retired FROM scope_log WHERE tenant_id = ? AND scope = ?"
+            " AND owner = ? AND generation > ? ORDER BY generation",
+            (*params, index.generation),
+        ).fetchall()
+        steps = [int(e[0]) for e in entries]
+        if steps != list(range(index.generation + 1, index.generation + 1 + len(steps))):
+            return False
+        if not steps or steps[-1] < generation:
+            return False
+        keys = [int(e[1]) for e in entries] + [int(e[2]) for e in entries if e[2] is not None]
+        marks = ",".join("?" * len(keys))
+        rows = {
+            int(r[0]): r
+            for r in conn.execute(
+                f"SELECT key, valid_to, terms, CASE WHEN embedding_model = ? THEN vector END"
+                f" FROM memory_versions WHERE key IN ({marks})",
+                (pin.model_id if pin else "", *keys),
+            )
+        }
+        added = self.load([int(e[1]) for e in entries])
+        if any(k not in rows for k in keys) or any(int(e[1]) not in added for e in entries):
+            return False
+        with index.lock:
+            for _, key, retired in entries:
+                memory = added[int(key)]
+                if retired is not None:
+                    index.retire(int(retired), rows[int(retired)][1])
+                _, _, terms, blob = rows[int(key)]
+                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
+                previous = None if retired is None else int(retired)
+                add_version(index, int(key), memory, previous, vector, (terms or "").split())
+            index.generation = steps[-1]
+        self.catch_ups += 1
+        return True
+
+    def _build(
+        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None, generation: int
+    ) -> ScopeIndex:
+        """Load a scope into a fresh index; columns in ``scope_index.BULK_COLUMNS`` order."""
+        rows = fetch_all(
+            conn,
+            "SELECT key, id, is_current, status, valid_at, valid_to, observed_at, kind, source,"
+            " confidence, project, terms, json_extract(provenance, '$.session_id'),"
+            " CASE WHEN embedding_model = ? THEN vector END"
+            " FROM memory_versions"
+            " WHERE tenant_id = ? AND scope = ? AND owner = ? ORDER BY key",
+            (pin.model_id if pin else "", ref.tenant_id, ref.scope.value, ref.owner),
+        )
+        index = ScopeIndex(pin.dimension if pin else 0, generation)
+        index.bulk_load([row for row in rows if _indexable(row)])
+        return index
+
+    def _evict(self) -> None:
+        total = sum(len(i) for i in self._indexes.values())
+        while total > self._cache_rows and len(self._indexes) > 1:
+            _, dropped = self._indexes.popitem(last=False)
+            total -= len(dropped)
+
+
+def add_version(
+    index: ScopeIndex,
+    key: int,
+    memory: MemoryVersion,
+    previous_key: int | None,
+    vector: Vector | None,
+    terms: list[str],
+) -> None:
+    """Add a written version to ``index`` (this process's write, or one replayed from
+    ``scope_log``); a version given no vector keeps the one of the version it replaces."""
+    if vector is None and previous_key is not None:
+        vector = index.vector_of(previous_key)
+    index.add(_row(key, memory, memory.invalid_at, terms), vector)
+
+
+def _row(key: int, m: MemoryVersion, end: datetime | None, terms: list[str]) -> Row:
+    return Row(
+        key=key,
+        family=m.id,
+        version=m.version,
+        is_current=m.is_current,
+        status=m.status,
+        valid_at=to_micros(m.valid_at),
+        valid_to=to_micros_opt(end),
+        observed_at=to_micros_opt(m.observed_at),
+        kind=m.kind,
+        source=m.source,
+        confidence=m.confidence,
+        project=m.project,
+        terms=terms,
+        session=m.provenance.session_id,
+    )
+
+
+def now_micros() -> int:
+    return to_micros(datetime.now(UTC))
+
+
+def _indexable(row: sqlite3.Row) -> bool:
+    """Whether a stored row can enter the index: a status, kind and source this version knows
+    and numeric times and confidence. Another tool's malformed row is left out, logged."""
+    known = (
+        row[3] in STATUS_BY_NAME
+        and row[7] in KIND_BY_NAME
+        and row[8] in SOURCE_BY_NAME
+        and isinstance(row[4], int)
+        and isinstance(row[9], int | float)
+    )
+    if not known:
+        log.warning("left stored row %s out of the search index: it cannot be read", row[0])
+    return known
