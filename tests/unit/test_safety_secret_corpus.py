@@ -88,6 +88,7 @@ def test_safe_001_issue_31_real_credentials_still_refused(text: str, value: str)
         "Password: must be at least 12 characters long",
         "I'll share a secret: **dry brining** keeps the meat juicy.",
         "GOOGLE_CLOUD_SPEECH_CREDENTIALS = 'caramel-base-379922-9d9af53bf1a0.json'",
+        "CREDENTIALS = 'C:\\Users\\dan\\Desktop\\Testscaramel-base-379922-9d9af53bf1a0.json'",
         "Unemployment by age\n0-14 15-24 25-44 45-64 65-84\n4.2% 5.1%",
     ],
 )

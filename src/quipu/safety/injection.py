@@ -140,7 +140,7 @@ def _decodings(text: str) -> Iterator[str]:
         yield url
     if "&" in text and (entities := html.unescape(text)) != text:
         yield entities
-    if "rot" in text.lower():
+    if "rot13" in text.lower() or "rot-13" in text.lower():
         yield codecs.decode(text, "rot13")
 
 

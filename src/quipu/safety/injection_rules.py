@@ -194,8 +194,9 @@ PHRASES: tuple[Phrase, ...] = (
     # role reassignment and jailbreak modes
     _phrase(
         "you",
-        rf"you{_W}are{_W}now{_W}(?:a|an|the|in|my|no{_W}longer|free|dan|unrestricted"
-        r"|jailbroken|acting|going|allowed|able|released|freed)\b",
+        rf"you{_W}are{_W}now{_W}(?:a|an|the|my|no{_W}longer|in{_W}"
+        r"(?:developer|dan|god|jailbreak|unrestricted|admin)|dan|unrestricted|jailbroken|acting"
+        r"|released|freed|allowed{_W}to{_W}(?:ignore|break|bypass))\b",
         also="now",
     ),
     _phrase("now", rf"from{_W}now{_W}on,?{_W}(?:you|your|the{_W}assistant|the{_W}ai)\b"),
@@ -220,8 +221,8 @@ PHRASES: tuple[Phrase, ...] = (
     ),
     _phrase(
         "you bound free freed released liberated",
-        rf"(?:you(?:{_W}are|'re){_W}(?:no{_W}longer|not){_W}bound{_W}by|(?:you(?:{_W}have|'ve)"
-        rf"(?:{_W}got)?|there{_W}are){_W}(?:no|zero){_W}(?:restrictions|limits|limitations|rules"
+        rf"(?:you(?:{_W}are|'re){_W}(?:no{_W}longer|not){_W}bound{_W}by|you(?:{_W}have|'ve)"
+        rf"(?:{_W}got)?{_W}(?:no|zero){_W}(?:restrictions|limits|limitations|rules"
         rf"|filters|guidelines|boundaries)|(?:free|freed|released|liberated){_W}from{_W}"
         rf"(?:all{_W}|your{_W}|any{_W})?(?:restrictions|rules|guidelines|programming|constraints"
         r"|limitations|filters))\b",
@@ -326,9 +327,10 @@ PHRASES: tuple[Phrase, ...] = (
     _phrase(
         "forward send email mail upload exfiltrate leak copy share transmit post dump export relay",
         r"(?:forward|send|e-?mail|mail|upload|exfiltrate|leak|copy|share|transmit|post|dump"
-        rf"|export|relay)(?:{_W}(?:all|every|each|any|the|your|my|our|of|user'?s?|this|entire"
-        rf"|full|complete|whole|past|previous|stored|saved|private|these)){{0,4}}{_W}"
-        rf"{_SECRET_OBJECTS}\b",
+        rf"|export|relay)(?:{_W}(?:the|your|my|our|of|user'?s?|this|these)){{0,2}}{_W}"
+        rf"(?:all|every|each|entire|whole|complete|full)(?:{_W}(?:the|your|my|our|of|user'?s?"
+        rf"|past|previous|stored|saved|private|these)){{0,3}}{_W}{_SECRET_OBJECTS}\b"
+        r"[^\n]{0,60}?\b(?:to|into|with|via|at)\b",
         also=(
             "conversation conversations chat chats memories memory transcript transcripts "
             "credentials passwords secrets api tokens prompt data information info details "

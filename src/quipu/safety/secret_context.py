@@ -236,7 +236,10 @@ _VALUE_FIRST = re.compile(
     r"(?:[ \t]{1,3}[a-z\-]{1,20}+){0,3}?[ \t]{1,3}(?:password|passcode|passphrase|pin)\b",
     re.IGNORECASE,
 )
-_LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{32,}+={0,2}")
+# A whole word on its own: not a piece of a path, a file name or a longer identifier.
+_LONG_TOKEN = re.compile(
+    r"(?<![^\s\"'`=:(,\[{])[A-Za-z0-9+/_\-]{32,}+={0,2}(?=[\s\"'`),;\]}]|[.!?]?$|[.!?]\s)"
+)
 _NAMED_TOKEN_WORDS = ("key", "secret", "token", "password", "credential")
 _NEXT_WORDS = re.compile(r"\S*+(?:[ \t]++\S++){0,3}")
 
