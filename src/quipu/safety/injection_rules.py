@@ -123,8 +123,11 @@ class Phrase:
     also: tuple[str, ...] = ()
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
-        for match in self.pattern.finditer(text):
+        position = 0
+        while (match := self.pattern.search(text, position)) is not None:
             start = match.start()
+            # a refused match may hide one that starts inside it: search on from start + 1
+            position = start + 1
             if start and text[start].isalnum() and text[start - 1].isalnum():
                 continue  # inside a word
             if self.at_line:
@@ -132,6 +135,7 @@ class Phrase:
                 before = lead.start() if lead else start
                 if before and text[before - 1] not in "\n\r.!?;:":
                     continue
+            position = max(match.end(), start + 1)
             yield match.span()
 
 

@@ -29,7 +29,8 @@ def _words(text: str) -> list[str]:
 
 
 # Words that make up placeholder, default and fixture values: "testpassword",
-# "your_api_key_here", "mysecretpassword", "changeme", "postgres", "you-will-never-guess".
+# "your_api_key_here", "mysecretpassword", "changeme", the database image defaults,
+# "you-will-never-guess".
 _PLACEHOLDER_WORDS = frozenset(
     _words(
         """
