@@ -116,6 +116,7 @@ def test_safe_005_text_is_stored_nfc(service: MemoryService, alice: Principal) -
         {"quote": f"the key is {SECRET}"},
         {"metadata": {"note": f"token {SECRET}"}},
         {"metadata": {f"{SECRET}": "as a key"}},
+        {"metadata": {"db": {"password": "hunter2hunter2"}}},
         {"run_id": SECRET},
         {"tags": [SECRET]},
     ],
