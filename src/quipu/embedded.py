@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from quipu.composition import build_runtime, build_service, load_settings, local_principal
+from quipu.core import validate
+from quipu.core.auth import AuditEvent
+from quipu.core.governance import Hold, Project, Snapshot
 from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
@@ -20,6 +24,7 @@ from quipu.core.sessions import SessionTurn
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
+from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.runtime import Runtime
 from quipu.settings import Settings
 from quipu.storage.base import Vector
@@ -101,6 +106,83 @@ class Quipu:
 
     def embed_pending(self) -> int:
         return self.service.embed_pending()
+
+    # -- governance (LIFE-4..8, SCOPE-6): GovernanceService with identity filled in ----------
+    @property
+    def governance(self) -> GovernanceService:
+        return self.runtime.governance
+
+    def erase(self, memory_id: str, *, reason: str) -> Erased:
+        """Remove the content of every version of a memory, leaving a tombstone (LIFE-4)."""
+        return self.governance.erase(self.principal, memory_id, reason=reason)
+
+    def erase_subject(self, user_id: str, *, reason: str, wait: bool = False) -> Job:
+        """Queue the erasure of everything about one end user; ``wait`` runs it here."""
+        job, _ = self.governance.erase_subject(self.principal, user_id, reason=reason)
+        if wait:
+            self.runtime.worker.drain()
+            job = self.governance.erasure_job(self.principal, job.job_id)
+        return job
+
+    def hold(self, kind: str, target: str | None = None, *, reason: str) -> Hold:
+        return self.governance.hold(self.principal, kind, target, reason=reason)
+
+    def release_hold(self, hold_id: str, *, reason: str) -> Hold:
+        return self.governance.release_hold(self.principal, hold_id, reason=reason)
+
+    def holds(self, *, include_released: bool = False) -> builtins.list[Hold]:
+        return self.governance.holds(self.principal, include_released=include_released)
+
+    def review_queue(self, **options: Any) -> Page:
+        return self.governance.review_queue(self.principal, **options)
+
+    def review(
+        self, memory_id: str, decision: str, *, reason: str, reviewer: str, **options: Any
+    ) -> MemoryVersion:
+        """Activate or reject a memory under review. Embedded mode has one principal, which
+        wrote what its model proposed; ``reviewer`` names the person reviewing, recorded as
+        the actor, since a writer never reviews its own candidate (LIFE-5)."""
+        who = self.as_reviewer(reviewer)
+        return self.governance.review(who, memory_id, decision, reason=reason, **options)
+
+    def affirm(
+        self, memory_id: str, *, reason: str, reviewer: str, **options: Any
+    ) -> MemoryVersion:
+        who = self.as_reviewer(reviewer)
+        return self.governance.affirm(who, memory_id, reason=reason, **options)
+
+    def refute(
+        self, memory_id: str, *, reason: str, reviewer: str, **options: Any
+    ) -> MemoryVersion:
+        who = self.as_reviewer(reviewer)
+        return self.governance.refute(who, memory_id, reason=reason, **options)
+
+    def restore(self, memory_id: str, version: int, **options: Any) -> MemoryVersion:
+        return self.governance.restore(self.principal, memory_id, version, **options)
+
+    def merge(self, memory_ids: builtins.list[str], text: str, **options: Any) -> MemoryVersion:
+        return self.governance.merge(self.principal, memory_ids, text, **options)
+
+    def snapshot(self, **options: Any) -> Snapshot:
+        """Pin versions for a run: ``ids=[...]`` or ``members=[{"id", "version"}]``."""
+        return self.governance.snapshot_create(self.principal, **options)
+
+    def resolve_snapshot(self, snapshot_id: str) -> Resolved:
+        return self.governance.snapshot_resolve(self.principal, snapshot_id)
+
+    def create_project(self, project_id: str, *, name: str | None = None) -> Project:
+        return self.governance.project_create(self.principal, project_id, name=name)
+
+    def projects(self) -> builtins.list[Project]:
+        return self.governance.projects(self.principal)
+
+    def audit(self, **options: Any) -> tuple[builtins.list[AuditEvent], str | None]:
+        return self.governance.audit(self.principal, **options)
+
+    def as_reviewer(self, reviewer: str) -> Principal:
+        """The local principal acting as the named human reviewer (key ``reviewer:NAME``)."""
+        name = validate.identifier(reviewer, field="reviewer")
+        return replace(self.principal, key_id=f"reviewer:{name}")
 
     def close(self) -> None:
         self.runtime.close()

@@ -15,11 +15,12 @@ from typing import Any
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import validate
 from quipu.core.auth import AuditEvent
+from quipu.core.lifecycle import check_transition, is_review
 from quipu.core.limits import Limits
 from quipu.core.query import Filters
-from quipu.core.records import Kind, Principal, ScopeRef, Source, Status
-from quipu.core.scopes import check_write, resolve_scope
-from quipu.errors import InvalidInput, NotFound
+from quipu.core.records import Kind, MemoryVersion, Principal, ScopeRef, Source, Status
+from quipu.core.scopes import check_write, is_reviewer, resolve_scope
+from quipu.errors import Forbidden, InvalidInput, NotFound
 from quipu.safety import looks_like_injection
 from quipu.storage.admission import admit, free_text
 from quipu.storage.base import Store
@@ -84,9 +85,9 @@ class Guard:
         """The validated filters of a read (RECALL-1); forgotten and quarantined rows are never
         readable through them (LIFE-3, LIFE-6)."""
         chosen = validate.enums(Status, statuses, field="status") or frozenset({Status.ACTIVE})
-        if chosen & {Status.UNAVAILABLE, Status.QUARANTINED}:
+        if chosen & {Status.UNAVAILABLE, Status.QUARANTINED, Status.ERASED}:
             raise InvalidInput(
-                "forgotten and quarantined memories are not readable here",
+                "forgotten, quarantined and erased memories are not readable here",
                 code="invalid_status",
             )
         return Filters(
@@ -100,6 +101,49 @@ class Guard:
             min_confidence=None if min_confidence is None else validate.confidence(min_confidence),
             project=validate.optional_id(project, field="project"),
         )
+
+    def project(self, principal: Principal, value: object) -> str | None:
+        """A write's project: None, or an id registered in the principal's tenant (SCOPE-6);
+        422 ``invalid_project_id`` otherwise."""
+        ident = validate.optional_id(value, field="project")
+        if ident is not None and not self.store.has_project(principal.tenant_id, ident):
+            raise InvalidInput(
+                f"project {ident!r} is not registered in this tenant (quipu projects create)",
+                code="invalid_project_id",
+                details={"field": "project", "project": ident},
+            )
+        return ident
+
+    def review(
+        self, principal: Principal, current: MemoryVersion, target: Status, given: object
+    ) -> str | None:
+        """None when ``current -> target`` is no review; else the reason of an allowed review.
+
+        An illegal move is 409 first (LIFE-1). A review needs a reviewer (an admin or the
+        ``memory:review`` grant; 403 ``review_required``), who is not the key that wrote the
+        version under review (403 ``self_review``; LIFE-5), and a reason, ``given`` (422
+        ``reason_required``)."""
+        if target is not current.status:
+            check_transition(current.status, target)
+        if not is_review(current.status, target):
+            return None
+        if not is_reviewer(principal):
+            raise Forbidden(
+                f"moving a memory from {current.status.value} to {target.value} is a review: "
+                "it needs an admin key or the memory:review grant",
+                code="review_required",
+                details={"id": current.id},
+            )
+        if principal.key_id == current.actor:
+            raise Forbidden(
+                "the key that wrote this version cannot review it; another reviewer must",
+                code="self_review",
+                details={"id": current.id},
+            )
+        why = reason(given)
+        if not why:
+            raise InvalidInput("a review needs a reason", code="reason_required")
+        return why
 
     def page_size(self, limit: int | None) -> int:
         """A list page's size: ``limit`` within 1..``max_page``, the maximum when omitted."""

@@ -7,11 +7,12 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from quipu.auth.access import Access
+from quipu.governance import GovernanceService
 from quipu.memories import MemoryService
 from quipu.runtime import Runtime
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
-from quipu.surfaces.http.routers import admin, health, memories, recall, sessions
+from quipu.surfaces.http.routers import admin, governance, health, memories, recall, sessions
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.version import __version__
 
@@ -33,12 +34,14 @@ def create_app(
     app.state.resolve_principal = resolve_principal
     app.state.access = access
     app.state.runtime = runtime
+    app.state.governance = runtime.governance if runtime else GovernanceService(service)
     errors.install(app)
 
     app.add_middleware(BodyCap, limit=max_body_bytes)
     app.include_router(health.router)
     for router in (memories.router, recall.router, sessions.router, admin.router):
         app.include_router(router, responses=ERROR_RESPONSES)
+    app.include_router(governance.router, responses=ERROR_RESPONSES)
     return app
 
 

@@ -90,19 +90,9 @@ def list_jobs(
 
 @router.post("/jobs/{job_id}/cancel", summary="Cancel a queued or running job (admins)")
 def cancel_job(job_id: str, rt: Rt, who: Who) -> dict[str, Any]:
-    _admin(who)
-    _own_job(rt, who, job_id)
-    return rt.queue.cancel(job_id).to_dict()
+    return rt.governance.job_cancel(who, job_id).to_dict()  # admins only; audited (SAFE-4)
 
 
 @router.post("/jobs/{job_id}/retry", summary="Queue a failed or cancelled job again (admins)")
 def retry_job(job_id: str, rt: Rt, who: Who) -> dict[str, Any]:
-    _admin(who)
-    _own_job(rt, who, job_id)
-    return rt.queue.retry(job_id).to_dict()
-
-
-def _own_job(rt: Runtime, who: Principal, job_id: str) -> None:
-    job = rt.queue.store.get_job(job_id)
-    if job is None or job.tenant_id != who.tenant_id:
-        raise NotFound(f"no job {job_id}", details={"job_id": job_id})
+    return rt.governance.job_retry(who, job_id).to_dict()  # admins only; audited (SAFE-4)

@@ -1,0 +1,649 @@
+"""Erase, legal holds, snapshots, projects and tenant-wide reads on PostgreSQL (a mixin of
+:class:`PostgresStore`; LIFE-4..8, SCOPE-6, SCOPE-8).
+
+An erase rewrites every version row of the family without its content in one transaction,
+under the scope owners' row locks (as every version write takes them). PostgreSQL keeps the
+old row images as dead tuples until a vacuum: :meth:`GovernanceTables.reclaim` runs the
+``VACUUM (FULL, ANALYZE)`` that rewrites the tables holding memory content, after which the
+relation files on disk no longer hold it (docs/data-lifecycle.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from quipu.core.governance import (
+    EraseReport,
+    Erasure,
+    Hold,
+    HoldKind,
+    Project,
+    Snapshot,
+    SnapshotMember,
+    SubjectInfo,
+    erased_provenance,
+    session_subject,
+    subject_of,
+    tombstone,
+)
+from quipu.core.lifecycle import LIVE
+from quipu.core.query import Cursor, Page
+from quipu.core.records import MemoryVersion, Provenance, Relation, Scope, ScopeRef, Status
+from quipu.core.versions import Change
+from quipu.errors import Conflict, NotFound
+from quipu.storage.admission import admit
+from quipu.storage.base import Vector
+from quipu.storage.decode import decode_rows
+from quipu.storage.postgres.rows import COLUMNS, WRITE_SQL, to_record, utc, utc_opt
+from quipu.storage.timecodec import from_micros, to_micros
+
+_HOLD_COLUMNS = (
+    "tenant_id, hold_id, kind, target, reason, created_by, created_at, released_by,"
+    " released_at, release_reason"
+)
+_SEP = "\x1f"
+#: Tables whose rows hold memory content or what quotes it: what :meth:`reclaim` rewrites.
+CONTENT_TABLES = (
+    "memory_versions",
+    "memory_aliases",
+    "scope_terms",
+    "audit_log",
+    "jobs",
+    "session_turns",
+    "session_watermarks",
+    "sessions",
+    "session_owners",
+    "legal_holds",
+    "snapshots",
+)
+
+
+class GovernanceTables:
+    """Needs the store's connections, ``_tenant_number()``, ``_write_params()`` and
+    ``_append()``."""
+
+    def _conn(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        raise NotImplementedError
+
+    def _tx(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        raise NotImplementedError
+
+    def _tenant_number(self, tenant_id: str) -> int:
+        raise NotImplementedError
+
+    def _write_params(
+        self,
+        number: int,
+        memory: MemoryVersion,
+        vector: Vector | None,
+        embedding_key: str | None,
+        end: datetime | None,
+        live_delta: int,
+        current_delta: int,
+        context: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _append(
+        self,
+        conn: psycopg.Connection[Any],
+        number: int,
+        ref: ScopeRef,
+        memory_id: str,
+        change: Change,
+        expected_version: int | None,
+        vector: Vector | None,
+        embedding_key: str | None,
+        now: datetime,
+        quota: int,
+    ) -> MemoryVersion:
+        raise NotImplementedError
+
+    # -- merge (LIFE-7) ----------------------------------------------------------------------
+    def merge(
+        self,
+        ref: ScopeRef,
+        survivor_id: str,
+        change: Change,
+        expected_version: int | None,
+        vector: Vector | None,
+        embedding_key: str | None,
+        others: Sequence[str],
+        now: datetime,
+    ) -> MemoryVersion:
+        admit(change)
+        number = self._tenant_number(ref.tenant_id)
+        with self._tx() as conn:
+            found = {
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT id FROM memory_versions WHERE tenant_id = %s AND scope = %s"
+                    " AND owner = %s AND is_current AND id = ANY(%s)",
+                    (ref.tenant_id, ref.scope.value, ref.owner, list(others)),
+                )
+            }
+            for other in others:
+                if other not in found:
+                    raise NotFound(f"no memory {other}", details={"id": other})
+            merged = self._append(
+                conn, number, ref, survivor_id, change, expected_version, vector, embedding_key,
+                now, 2**62,
+            )  # fmt: skip
+            for other in others:
+                gone = Change(
+                    actor=change.actor,
+                    relation=Relation.SUPERSEDED_BY,
+                    reason=change.reason,
+                    status=Status.SUPERSEDED,
+                    invalid_at=now,
+                    related_id=survivor_id,
+                )
+                self._append(conn, number, ref, other, gone, None, None, None, now, 2**62)
+            return merged
+
+    # -- erase (LIFE-4) ----------------------------------------------------------------------
+    def erase_families(
+        self, tenant_id: str, memory_ids: Sequence[str], erasure: Erasure
+    ) -> EraseReport:
+        admit(erasure)
+        report = EraseReport()
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return report
+        number = self._tenant_number(tenant_id)
+        with self._tx() as conn:
+            refs = sorted(
+                {
+                    (str(s), str(o))
+                    for s, o in conn.execute(
+                        "SELECT DISTINCT scope, owner FROM memory_versions WHERE tenant_id = %s"
+                        " AND is_current AND id = ANY(%s)",
+                        (tenant_id, ids),
+                    )
+                }
+            )
+            for scope, owner in refs:  # in one order, as every writer of a scope takes it
+                conn.execute(
+                    "INSERT INTO scope_state AS st (tenant_id, scope, owner) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (tenant_id, scope, owner) DO UPDATE SET"
+                    " live_count = st.live_count",
+                    (tenant_id, scope, owner),
+                )
+            current = (
+                conn.cursor(binary=True)
+                .execute(
+                    f"SELECT {COLUMNS} FROM memory_versions WHERE tenant_id = %s AND is_current"
+                    " AND status <> 'erased' AND id = ANY(%s) ORDER BY key",
+                    (tenant_id, ids),
+                )
+                .fetchall()
+            )
+            if not current:
+                return report
+            records = [to_record(r) for r in current]
+            _check_holds(
+                conn, tenant_id, [(m.id, ScopeRef(tenant_id, m.scope, m.owner)) for m in records]
+            )
+            erased = [m.id for m in records]
+            versions = conn.execute(
+                "SELECT key, scope, owner, text, provenance, term_count FROM memory_versions"
+                " WHERE tenant_id = %s AND id = ANY(%s)",
+                (tenant_id, erased),
+            ).fetchall()
+            texts = {str(r[3]) for r in versions if r[3]}
+            texts |= {str(q) for r in versions if (q := (r[4] or {}).get("quote"))}
+            keys = [int(r[0]) for r in versions]
+            _drop_terms(conn, tenant_id, keys)
+            terms: dict[tuple[str, str], int] = {}
+            for _, scope, owner, _, _, count in versions:
+                terms[(scope, owner)] = terms.get((scope, owner), 0) + int(count)
+            cur = conn.cursor()
+            cur.executemany(
+                "UPDATE memory_versions SET text = '', tags = '{}', metadata = '{}'::json,"
+                " aliases = '{}', provenance = %s::json, reason = NULL, terms = ''::tsvector,"
+                " term_count = 0, vector = NULL, embedding_key = NULL, embedding_model = NULL"
+                " WHERE tenant_id = %s AND key = %s",
+                [(_erased_provenance(r[4]), tenant_id, r[0]) for r in versions],
+            )
+            report.add("memory_versions", len(versions))
+            report.add(
+                "memory_aliases",
+                conn.execute(
+                    "DELETE FROM memory_aliases WHERE tenant_id = %s AND key = ANY(%s)",
+                    (tenant_id, keys),
+                ).rowcount,
+            )
+            for (scope, owner), count in terms.items():
+                conn.execute(
+                    "UPDATE scope_state SET term_total = GREATEST(0, term_total - %s)"
+                    " WHERE tenant_id = %s AND scope = %s AND owner = %s",
+                    (count, tenant_id, scope, owner),
+                )
+            report.add("audit_log", _scrub_audit(conn, tenant_id, erased))
+            report.add("jobs", _scrub_jobs(conn, tenant_id, texts))
+            conn.execute(
+                "UPDATE memory_versions SET is_current = false, valid_to = %s"
+                " WHERE tenant_id = %s AND key = ANY(%s)",
+                (erasure.at, tenant_id, [int(r[0]) for r in current]),
+            )
+            for memory in records:  # after the scrub: the tombstone's audit line keeps its reason
+                tomb = tombstone(memory, erasure)
+                live = -1 if memory.status in LIVE else 0
+                conn.execute(WRITE_SQL, self._write_params(number, tomb, None, None, None, live, 0))
+                report.families.append(memory.id)
+            report.add("tombstones", len(records))
+        return report
+
+    def subject_families(self, tenant_id: str, user_id: str, limit: int) -> list[str]:
+        with self._conn() as conn:
+            owners = [(Scope.USER.value, user_id)] + [
+                (Scope.AGENT_USER.value, str(r[0]))
+                for r in conn.execute(
+                    "SELECT owner FROM scope_state WHERE tenant_id = %s AND scope = 'agent_user'"
+                    " AND split_part(owner, chr(31), 2) = %s",
+                    (tenant_id, user_id),
+                )
+            ]
+            found: list[str] = []
+            for scope, owner in owners:
+                found += [
+                    str(r[0])
+                    for r in conn.execute(
+                        "SELECT id FROM memory_versions WHERE tenant_id = %s AND scope = %s"
+                        " AND owner = %s AND is_current AND status <> 'erased' LIMIT %s",
+                        (tenant_id, scope, owner, limit - len(found)),
+                    )
+                ]
+                if len(found) >= limit:
+                    break
+        return found
+
+    def erase_subject_sessions(
+        self, tenant_id: str, user_id: str, erasure: Erasure, limit: int
+    ) -> EraseReport:
+        report = EraseReport()
+        with self._conn() as conn:
+            owners = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT DISTINCT owner FROM sessions WHERE tenant_id = %s"
+                    " AND split_part(owner, chr(31), 2) = %s",
+                    (tenant_id, user_id),
+                )
+            ]
+        owners = sorted(o for o in owners if session_subject(o) == user_id)
+        for owner in owners:
+            if report.counts.get("session_turns", 0) >= limit:
+                break
+            with self._tx() as conn:
+                _check_holds(conn, tenant_id, [], subject=user_id)
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (_SEP.join(("session-owner", tenant_id, owner)),),
+                )
+                left = limit - report.counts.get("session_turns", 0)
+                gone = conn.execute(
+                    "DELETE FROM session_turns WHERE (tenant_id, owner, session_id, seq) IN ("
+                    " SELECT tenant_id, owner, session_id, seq FROM session_turns"
+                    " WHERE tenant_id = %s AND owner = %s LIMIT %s) RETURNING seq",
+                    (tenant_id, owner, left),
+                ).rowcount
+                report.add("session_turns", gone)
+                if gone < left:  # the owner's last turns: what the tier holds about it goes too
+                    for table in ("session_watermarks", "sessions", "session_owners"):
+                        report.add(
+                            table,
+                            conn.execute(
+                                f"DELETE FROM {table} WHERE tenant_id = %s AND owner = %s",
+                                (tenant_id, owner),
+                            ).rowcount,
+                        )
+                    report.add("jobs", _scrub_session_jobs(conn, tenant_id, owner))
+                else:
+                    _shrink_counters(conn, tenant_id, owner)
+        return report
+
+    def blocking_holds(self, tenant_id: str, user_id: str | None) -> list[Hold]:
+        with self._conn() as conn:
+            holds = _active_holds(conn, tenant_id)
+            if user_id is None:
+                return holds
+            out = []
+            for hold in holds:
+                if hold.kind is HoldKind.TENANT or (
+                    hold.kind is HoldKind.SUBJECT and hold.target == user_id
+                ):
+                    out.append(hold)
+                elif hold.kind is HoldKind.MEMORY:
+                    row = conn.execute(
+                        "SELECT scope, owner FROM memory_versions WHERE tenant_id = %s"
+                        " AND id = %s AND is_current",
+                        (tenant_id, hold.target),
+                    ).fetchone()
+                    if row and subject_of(ScopeRef(tenant_id, Scope(row[0]), row[1])) == user_id:
+                        out.append(hold)
+        return out
+
+    def reclaim(self) -> dict[str, object]:
+        """``VACUUM (FULL, ANALYZE)`` of every table holding memory content, then a checkpoint:
+        dead row images of erased content leave the relation files (docs/data-lifecycle.md).
+        Takes an exclusive lock on each table while it is rewritten."""
+        done = []
+        with self._conn() as conn:
+            before = _database_bytes(conn)
+            for table in CONTENT_TABLES:
+                conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
+                done.append(table)
+            conn.execute("CHECKPOINT")
+            after = _database_bytes(conn)
+        return {
+            "backend": "postgres",
+            "vacuumed": done,
+            "bytes_before": before,
+            "bytes_after": after,
+        }
+
+    # -- holds -------------------------------------------------------------------------------
+    def put_hold(self, hold: Hold) -> None:
+        admit(hold)
+        with self._tx() as conn:
+            conn.execute(
+                f"INSERT INTO legal_holds ({_HOLD_COLUMNS}) VALUES"
+                " (%s, %s, %s, %s, %s, %s, %s, NULL, NULL, NULL)",
+                (
+                    hold.tenant_id,
+                    hold.hold_id,
+                    hold.kind.value,
+                    hold.target,
+                    hold.reason,
+                    hold.created_by,
+                    hold.created_at,
+                ),
+            )
+
+    def release_hold(
+        self, tenant_id: str, hold_id: str, by: str, at: datetime, reason: str
+    ) -> Hold | None:
+        admit({"reason": reason, "released_by": by})
+        with self._tx() as conn:
+            row = conn.execute(
+                "UPDATE legal_holds SET released_by = %s, released_at = %s, release_reason = %s"
+                " WHERE tenant_id = %s AND hold_id = %s AND released_at IS NULL"
+                f" RETURNING {_HOLD_COLUMNS}",
+                (by, at, reason, tenant_id, hold_id),
+            ).fetchone()
+        return None if row is None else _hold(row)
+
+    def list_holds(self, tenant_id: str, include_released: bool) -> list[Hold]:
+        where = "" if include_released else " AND released_at IS NULL"
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_HOLD_COLUMNS} FROM legal_holds WHERE tenant_id = %s{where}"
+                " ORDER BY created_at, hold_id",
+                (tenant_id,),
+            ).fetchall()
+        return [_hold(r) for r in rows]
+
+    # -- snapshots (LIFE-8) ------------------------------------------------------------------
+    def put_snapshot(self, snapshot: Snapshot) -> None:
+        admit(snapshot)
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO snapshots (tenant_id, snapshot_id, label, created_by, created_at,"
+                " members) VALUES (%s, %s, %s, %s, %s, %s::json)",
+                (
+                    snapshot.tenant_id,
+                    snapshot.snapshot_id,
+                    snapshot.label,
+                    snapshot.created_by,
+                    snapshot.created_at,
+                    json.dumps([[m.id, m.version] for m in snapshot.members]),
+                ),
+            )
+
+    def get_snapshot(self, tenant_id: str, snapshot_id: str) -> Snapshot | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT label, created_by, created_at, members FROM snapshots"
+                " WHERE tenant_id = %s AND snapshot_id = %s",
+                (tenant_id, snapshot_id),
+            ).fetchone()
+        if row is None:
+            return None
+        members = tuple(SnapshotMember(str(i), int(v)) for i, v in row[3])
+        return Snapshot(tenant_id, snapshot_id, row[0], row[1], utc(row[2]), members)
+
+    # -- projects (SCOPE-6) ------------------------------------------------------------------
+    def put_project(self, project: Project) -> None:
+        admit(project)
+        with self._tx() as conn:
+            row = conn.execute(
+                "INSERT INTO projects (tenant_id, project_id, name, created_by, created_at)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING project_id",
+                (
+                    project.tenant_id,
+                    project.project_id,
+                    project.name,
+                    project.created_by,
+                    project.created_at,
+                ),
+            ).fetchone()
+        if row is None:
+            raise Conflict(
+                f"project {project.project_id} exists",
+                code="project_exists",
+                details={"project_id": project.project_id},
+            )
+
+    def list_projects(self, tenant_id: str) -> list[Project]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT project_id, name, created_by, created_at FROM projects"
+                " WHERE tenant_id = %s ORDER BY project_id",
+                (tenant_id,),
+            ).fetchall()
+        return [Project(tenant_id, r[0], r[1], r[2], utc(r[3])) for r in rows]
+
+    def has_project(self, tenant_id: str, project_id: str) -> bool:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM projects WHERE tenant_id = %s AND project_id = %s",
+                (tenant_id, project_id),
+            ).fetchone()
+        return row is not None
+
+    # -- tenant-wide reads (LIFE-5, LIFE-6, SCOPE-8) -----------------------------------------
+    def list_subjects(
+        self, tenant_id: str, after: tuple[str, str] | None, limit: int
+    ) -> list[SubjectInfo]:
+        scope, owner = after or ("", "")
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT scope, owner, live_count FROM scope_state WHERE tenant_id = %s"
+                " AND (scope, owner) > (%s, %s) ORDER BY scope, owner LIMIT %s",
+                (tenant_id, scope, owner, limit),
+            ).fetchall()
+        return [SubjectInfo(Scope(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    def list_current(
+        self, tenant_id: str, statuses: frozenset[Status], cursor: Cursor | None, limit: int
+    ) -> Page:
+        where = "tenant_id = %(t)s AND is_current AND status = ANY(%(s)s)"
+        params: dict[str, Any] = {
+            "t": tenant_id,
+            "s": sorted(s.value for s in statuses),
+            "limit": limit + 1,
+        }
+        if cursor is not None:
+            try:
+                params["c_at"] = from_micros(int(cursor.recorded_at))
+            except (ValueError, OverflowError):
+                return Page([], None)
+            params["c_id"] = cursor.id
+            where += " AND (recorded_at < %(c_at)s OR (recorded_at = %(c_at)s AND id < %(c_id)s))"
+        with self._conn() as conn:
+            rows = (
+                conn.cursor(binary=True)
+                .execute(
+                    f"SELECT {COLUMNS} FROM memory_versions WHERE {where}"
+                    " ORDER BY recorded_at DESC, id DESC LIMIT %(limit)s",
+                    params,
+                )
+                .fetchall()
+            )
+        items = decode_rows(to_record, rows[:limit], lambda r: r[0])
+        next_cursor = None
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            next_cursor = Cursor(str(to_micros(utc(last[21]))), str(last[4])).encode()
+        return Page(items, next_cursor)
+
+
+def _erased_provenance(raw: Any) -> str:
+    kept = erased_provenance(Provenance.from_dict(dict(raw or {})))
+    return json.dumps(kept.to_dict(), sort_keys=True)
+
+
+def _drop_terms(conn: psycopg.Connection[Any], tenant_id: str, keys: Sequence[int]) -> None:
+    """Take the erased versions' keywords off the BM25 statistics of scopes that keep them."""
+    emptied = conn.execute(
+        "WITH gone AS (SELECT m.scope, m.owner, lex, count(*) AS n FROM memory_versions m"
+        " CROSS JOIN unnest(tsvector_to_array(m.terms)) AS lex"
+        " WHERE m.tenant_id = %(t)s AND m.key = ANY(%(k)s) GROUP BY m.scope, m.owner, lex)"
+        " UPDATE scope_terms x SET df = x.df - gone.n FROM gone WHERE x.tenant_id = %(t)s"
+        " AND x.scope = gone.scope AND x.owner = gone.owner AND x.lexeme = gone.lex"
+        " RETURNING x.scope, x.owner, x.lexeme, x.df",
+        {"t": tenant_id, "k": list(keys)},
+    ).fetchall()
+    gone = [r[:3] for r in emptied if int(r[3]) <= 0]
+    if gone:
+        conn.execute(
+            "DELETE FROM scope_terms WHERE tenant_id = %s AND (scope, owner, lexeme) IN"
+            " (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+            (tenant_id, [g[0] for g in gone], [g[1] for g in gone], [g[2] for g in gone]),
+        )
+
+
+def _active_holds(conn: psycopg.Connection[Any], tenant_id: str) -> list[Hold]:
+    rows = conn.execute(
+        f"SELECT {_HOLD_COLUMNS} FROM legal_holds WHERE tenant_id = %s AND released_at IS NULL",
+        (tenant_id,),
+    ).fetchall()
+    return [_hold(r) for r in rows]
+
+
+def _check_holds(
+    conn: psycopg.Connection[Any],
+    tenant_id: str,
+    families: Sequence[tuple[str, ScopeRef]],
+    *,
+    subject: str | None = None,
+) -> None:
+    """409 ``legal_hold`` when an active hold covers the tenant, one of ``families``, the
+    subject of one of them, or ``subject``."""
+    holds = _active_holds(conn, tenant_id)
+    ids = {ident for ident, _ in families}
+    subjects = {s for _, ref in families if (s := subject_of(ref)) is not None}
+    if subject is not None:
+        subjects.add(subject)
+    blocking = [
+        h
+        for h in holds
+        if h.kind is HoldKind.TENANT
+        or (h.kind is HoldKind.MEMORY and h.target in ids)
+        or (h.kind is HoldKind.SUBJECT and h.target in subjects)
+    ]
+    if blocking:
+        raise Conflict(
+            "a legal hold covers what this erase would remove; nothing was changed",
+            code="legal_hold",
+            details={"holds": [h.hold_id for h in blocking]},
+        )
+
+
+def _scrub_audit(conn: psycopg.Connection[Any], tenant_id: str, ids: Sequence[str]) -> int:
+    """Drop the reasons of audit lines about the erased families (they may quote them)."""
+    return conn.execute(
+        "UPDATE audit_log SET reason = NULL WHERE tenant_id = %s AND reason IS NOT NULL"
+        " AND target_ids && %s::text[]",
+        (tenant_id, list(ids)),
+    ).rowcount
+
+
+def _scrub_jobs(conn: psycopg.Connection[Any], tenant_id: str, texts: set[str]) -> int:
+    """Clear the checkpoint, result and error of the tenant's jobs that quote ``texts``."""
+    if not texts:
+        return 0
+    needles = list(texts) + [json.dumps(t)[1:-1] for t in texts]
+    hit = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT job_id, checkpoint::text, result::text, COALESCE(last_error, '') FROM jobs"
+            " WHERE tenant_id = %s AND (checkpoint::text <> '{}' OR result::text <> '{}'"
+            " OR last_error IS NOT NULL)",
+            (tenant_id,),
+        )
+        if any(n in blob for blob in r[1:] for n in needles)
+    ]
+    if hit:
+        conn.execute(
+            "UPDATE jobs SET checkpoint = '{}'::json, result = '{}'::json, last_error = NULL"
+            " WHERE job_id = ANY(%s)",
+            (hit,),
+        )
+    return len(hit)
+
+
+def _scrub_session_jobs(conn: psycopg.Connection[Any], tenant_id: str, owner: str) -> int:
+    """Clear what the promotion jobs of one session owner kept: checkpoint, result, error."""
+    return conn.execute(
+        "UPDATE jobs SET checkpoint = '{}'::json, result = '{}'::json, last_error = NULL"
+        " WHERE tenant_id = %s AND kind = 'promote_session' AND left(idempotency_key, %s) = %s"
+        " AND (checkpoint::text <> '{}' OR result::text <> '{}' OR last_error IS NOT NULL)",
+        (tenant_id, len(owner) + 1, owner + _SEP),
+    ).rowcount
+
+
+def _shrink_counters(conn: psycopg.Connection[Any], tenant_id: str, owner: str) -> None:
+    """Recount what one session owner holds after part of its turns went."""
+    conn.execute(
+        "UPDATE sessions s SET turns = c.turns, bytes = c.bytes FROM (SELECT session_id,"
+        " count(*) AS turns, COALESCE(sum(octet_length(content) + octet_length(metadata::text)),"
+        " 0) AS bytes FROM session_turns WHERE tenant_id = %(t)s AND owner = %(o)s"
+        " GROUP BY session_id) c WHERE s.tenant_id = %(t)s AND s.owner = %(o)s"
+        " AND s.session_id = c.session_id",
+        {"t": tenant_id, "o": owner},
+    )
+    conn.execute(
+        "UPDATE session_owners SET turns = (SELECT COALESCE(sum(turns), 0) FROM sessions"
+        " WHERE tenant_id = %(t)s AND owner = %(o)s), bytes = (SELECT COALESCE(sum(bytes), 0)"
+        " FROM sessions WHERE tenant_id = %(t)s AND owner = %(o)s)"
+        " WHERE tenant_id = %(t)s AND owner = %(o)s",
+        {"t": tenant_id, "o": owner},
+    )
+
+
+def _database_bytes(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _hold(r: Sequence[Any]) -> Hold:
+    return Hold(
+        tenant_id=r[0],
+        hold_id=r[1],
+        kind=HoldKind(r[2]),
+        target=r[3],
+        reason=r[4],
+        created_by=r[5],
+        created_at=utc(r[6]),
+        released_by=r[7],
+        released_at=utc_opt(r[8]),
+        release_reason=r[9],
+    )
