@@ -12,8 +12,8 @@ from quipu.embeddings.openai_compat import OpenAICompatEmbedder
 from quipu.errors import Conflict
 from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
-from tests.support.projects import register
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.projects import register
 
 
 def test_recall_004_embedder_down_falls_back_to_full_text(

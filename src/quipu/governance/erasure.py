@@ -209,9 +209,9 @@ class Erasing(GovernanceBase):
         self.guard.audit(
             principal,
             "hold.set",
-            (held.hold_id, aim),
+            (held.hold_id,),  # not the target's id: an erase keeps the reasons of holds
             reason=why,
-            details={"kind": hold_kind.value},
+            details={"kind": hold_kind.value, "target": aim},
         )
         return held
 
@@ -224,7 +224,13 @@ class Erasing(GovernanceBase):
         )
         if released is None:
             raise NotFound(f"no active hold {ident}", details={"hold_id": ident})
-        self.guard.audit(principal, "hold.release", (ident, released.target), reason=why)
+        self.guard.audit(
+            principal,
+            "hold.release",
+            (ident,),
+            reason=why,
+            details={"kind": released.kind.value, "target": released.target},
+        )
         return released
 
     def holds(self, principal: Principal, *, include_released: bool = False) -> list[Hold]:
