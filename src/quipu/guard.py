@@ -18,12 +18,25 @@ from quipu.core.auth import AuditEvent
 from quipu.core.lifecycle import check_transition, is_review
 from quipu.core.limits import Limits
 from quipu.core.query import Filters
-from quipu.core.records import Kind, MemoryVersion, Principal, ScopeRef, Source, Status
+from quipu.core.records import (
+    Kind,
+    MemoryVersion,
+    Principal,
+    Relation,
+    ScopeRef,
+    Source,
+    Status,
+)
 from quipu.core.scopes import check_write, is_reviewer, resolve_scope
 from quipu.errors import Forbidden, InvalidInput, NotFound
 from quipu.safety import looks_like_injection
 from quipu.storage.admission import admit, free_text
 from quipu.storage.base import Store
+
+#: Relations of versions that set a family's content (who wrote it, for self-review).
+_CONTENT = frozenset(
+    {Relation.CREATED, Relation.REVISES, Relation.RESTORES, Relation.MERGES, Relation.IMPORTED}
+)
 
 
 class Guard:
@@ -115,14 +128,19 @@ class Guard:
         return ident
 
     def review(
-        self, principal: Principal, current: MemoryVersion, target: Status, given: object
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        current: MemoryVersion,
+        target: Status,
+        given: object,
     ) -> str | None:
         """None when ``current -> target`` is no review; else the reason of an allowed review.
 
         An illegal move is 409 first (LIFE-1). A review needs a reviewer (an admin or the
         ``memory:review`` grant; 403 ``review_required``), who is not the key that wrote the
-        version under review (403 ``self_review``; LIFE-5), and a reason, ``given`` (422
-        ``reason_required``)."""
+        content under review (:meth:`author`; 403 ``self_review``; LIFE-5), and a reason,
+        ``given`` (422 ``reason_required``)."""
         if target is not current.status:
             check_transition(current.status, target)
         if not is_review(current.status, target):
@@ -134,16 +152,28 @@ class Guard:
                 code="review_required",
                 details={"id": current.id},
             )
-        if principal.key_id == current.actor:
-            raise Forbidden(
-                "the key that wrote this version cannot review it; another reviewer must",
-                code="self_review",
-                details={"id": current.id},
-            )
+        self.not_author(principal, ref, current.id)
         why = reason(given)
-        if not why:
+        if not why or not why.strip():
             raise InvalidInput("a review needs a reason", code="reason_required")
         return why
+
+    def author(self, ref: ScopeRef, memory_id: str) -> str | None:
+        """The key that wrote the family's current content: the actor of the last version
+        that set its text (a status move, a review or a judgement sets none)."""
+        for version in reversed(self.store.history(ref, memory_id)):
+            if version.relation in _CONTENT:
+                return version.actor
+        return None
+
+    def not_author(self, principal: Principal, ref: ScopeRef, memory_id: str) -> None:
+        """403 ``self_review`` when ``principal``'s key wrote the content it would judge."""
+        if principal.key_id == self.author(ref, memory_id):
+            raise Forbidden(
+                "the key that wrote this memory cannot review or judge it; another reviewer must",
+                code="self_review",
+                details={"id": memory_id},
+            )
 
     def page_size(self, limit: int | None) -> int:
         """A list page's size: ``limit`` within 1..``max_page``, the maximum when omitted."""

@@ -312,7 +312,7 @@ class MemoryService:
         current = self.store.get(ref, memory_id)
         if current is None:
             raise not_found(memory_id)
-        why = self.guard.review(principal, current, target, reason)
+        why = self.guard.review(principal, ref, current, target, reason)
         if why is None:
             return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
         return self.reviewed_move(principal, ref, current, target, why, expected_version)

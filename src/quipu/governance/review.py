@@ -19,7 +19,7 @@ from quipu.core.records import (
     Trust,
 )
 from quipu.core.versions import Change
-from quipu.errors import Conflict, Forbidden, InvalidInput, NotFound
+from quipu.errors import Conflict, InvalidInput, NotFound
 from quipu.governance.base import (
     MAX_MERGE,
     GovernanceBase,
@@ -87,7 +87,7 @@ class Reviewing(GovernanceBase):
                 details={"id": ident, "status": current.status.value},
             )
         self.guard.admit_write(principal)
-        why = self.guard.review(principal, current, target, reason)
+        why = self.guard.review(principal, ref, current, target, reason)
         assert why is not None
         return self.memory.reviewed_move(principal, ref, current, target, why, expected_version)
 
@@ -135,12 +135,7 @@ class Reviewing(GovernanceBase):
                 code="illegal_transition",
                 details={"id": ident, "from": current.status.value},
             )
-        if principal.key_id == current.actor:
-            raise Forbidden(
-                "the key that wrote this version cannot judge it",
-                code="self_review",
-                details={"id": ident},
-            )
+        self.guard.not_author(principal, ref, ident)
         if verdict == REFUTED:
             status = Status.REJECTED
         else:
