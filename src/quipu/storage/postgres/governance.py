@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from quipu.core.auth import version_audit
 from quipu.core.governance import (
     EraseReport,
     Erasure,
@@ -40,7 +41,15 @@ from quipu.errors import Conflict, NotFound
 from quipu.storage.admission import admit
 from quipu.storage.base import Vector
 from quipu.storage.decode import decode_rows
-from quipu.storage.postgres.rows import COLUMNS, WRITE_SQL, to_record, utc, utc_opt
+from quipu.storage.postgres.rows import (
+    COLUMNS,
+    KEY_SPAN,
+    WRITE_COLUMNS,
+    to_record,
+    to_values,
+    utc,
+    utc_opt,
+)
 from quipu.storage.timecodec import from_micros, to_micros
 
 _HOLD_COLUMNS = (
@@ -132,9 +141,17 @@ class GovernanceTables:
                 if other not in found:
                     raise NotFound(f"no memory {other}", details={"id": other})
             merged = self._append(
-                conn, number, ref, survivor_id, change, expected_version, vector, embedding_key,
-                now, 2**62,
-            )  # fmt: skip
+                conn,
+                number,
+                ref,
+                survivor_id,
+                change,
+                expected_version,
+                vector,
+                embedding_key,
+                now,
+                2**62,
+            )
             for other in others:
                 gone = Change(
                     actor=change.actor,
@@ -219,12 +236,6 @@ class GovernanceTables:
                     (tenant_id, keys),
                 ).rowcount,
             )
-            for (scope, owner), count in terms.items():
-                conn.execute(
-                    "UPDATE scope_state SET term_total = GREATEST(0, term_total - %s)"
-                    " WHERE tenant_id = %s AND scope = %s AND owner = %s",
-                    (count, tenant_id, scope, owner),
-                )
             report.add("audit_log", _scrub_audit(conn, tenant_id, erased))
             report.add("jobs", _scrub_jobs(conn, tenant_id, texts))
             conn.execute(
@@ -232,11 +243,26 @@ class GovernanceTables:
                 " WHERE tenant_id = %s AND key = ANY(%s)",
                 (erasure.at, tenant_id, [int(r[0]) for r in current]),
             )
-            for memory in records:  # after the scrub: the tombstone's audit line keeps its reason
-                tomb = tombstone(memory, erasure)
-                live = -1 if memory.status in LIVE else 0
-                conn.execute(WRITE_SQL, self._write_params(number, tomb, None, None, None, live, 0))
+            _write_tombstones(conn, number, [tombstone(m, erasure) for m in records])
+            live: dict[tuple[str, str], int] = {}
+            for memory in records:
+                key = (memory.scope.value, memory.owner)
+                live[key] = live.get(key, 0) + int(memory.status in LIVE)
                 report.families.append(memory.id)
+            for (scope, owner), count in terms.items():
+                conn.execute(
+                    "UPDATE scope_state SET live_count = GREATEST(0, live_count - %s),"
+                    " version_count = version_count + %s, term_total = GREATEST(0, term_total"
+                    " - %s) WHERE tenant_id = %s AND scope = %s AND owner = %s",
+                    (
+                        live.get((scope, owner), 0),
+                        sum(1 for m in records if (m.scope.value, m.owner) == (scope, owner)),
+                        count,
+                        tenant_id,
+                        scope,
+                        owner,
+                    ),
+                )
             report.add("tombstones", len(records))
         return report
 
@@ -503,6 +529,46 @@ class GovernanceTables:
             last = rows[limit - 1]
             next_cursor = Cursor(str(to_micros(utc(last[21]))), str(last[4])).encode()
         return Page(items, next_cursor)
+
+
+def _write_tombstones(
+    conn: psycopg.Connection[Any], number: int, tombs: Sequence[MemoryVersion]
+) -> None:
+    """Insert each family's tombstone with its audit line, in two pipelined statements (the
+    scope counters are updated once per scope by the caller)."""
+    columns = ", ".join(WRITE_COLUMNS)
+    marks = ", ".join(
+        "%s::json" if c in ("metadata", "provenance") else "%s::tsvector" if c == "terms" else "%s"
+        for c in WRITE_COLUMNS
+    )
+    cur = conn.cursor()
+    cur.executemany(
+        f"INSERT INTO memory_versions (key, {columns})"
+        f" VALUES (%s * {KEY_SPAN} + nextval('memory_key_seq'), {marks})",
+        [(number, *to_values(t, None, None, None)) for t in tombs],
+    )
+    audits = [version_audit(t) for t in tombs]
+    cur.executemany(
+        "INSERT INTO audit_log (tenant_id, at, actor_key, role, agent_id, user_id, surface,"
+        " action, target_ids, reason, details) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s::json)",
+        [
+            (
+                e.tenant_id,
+                e.at,
+                e.actor_key,
+                e.role,
+                e.agent_id,
+                e.user_id,
+                e.surface,
+                e.action,
+                list(e.target_ids),
+                e.reason,
+                json.dumps(e.details, sort_keys=True),
+            )
+            for e in audits
+        ],
+    )
 
 
 def _erased_provenance(raw: Any) -> str:

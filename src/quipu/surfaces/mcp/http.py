@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from quipu.core.records import Principal
 from quipu.errors import LimitExceeded, QuipuError, Unauthorized
+from quipu.governance import GovernanceService
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
 from quipu.surfaces.http.errors import envelope
@@ -130,6 +131,7 @@ def mount_mcp(
     path: str = "/mcp",
     allowed_hosts: Sequence[str] | None = None,
     sessions: SessionService | None = None,
+    governance: GovernanceService | None = None,
 ) -> MCPServer:
     """Serve the MCP tools at ``path`` of ``app``, each request authenticated by ``authenticate``.
 
@@ -137,7 +139,9 @@ def mount_mcp(
     :data:`LOOPBACK_HOSTS` for a local server without authentication. The endpoint runs inside
     the app's lifespan, which this wraps.
     """
-    server = create_mcp_server(service, principal_from_request, sessions=sessions)
+    server = create_mcp_server(
+        service, principal_from_request, sessions=sessions, governance=governance
+    )
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if allowed_hosts is not None:
         security = TransportSecuritySettings(

@@ -42,3 +42,8 @@ CREATE TABLE projects (
 CREATE INDEX memory_versions_tenant_current
     ON memory_versions (tenant_id, recorded_at DESC, id DESC)
     WHERE is_current;
+
+-- An erase drops the reasons of the audit lines about the erased families: find them by target
+-- id without reading the tenant's whole log (btree_gin lets tenant_id lead the GIN index).
+CREATE INDEX audit_log_targets ON audit_log USING gin (tenant_id, target_ids)
+    WHERE reason IS NOT NULL;

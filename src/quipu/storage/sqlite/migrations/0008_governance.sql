@@ -41,3 +41,7 @@ CREATE TABLE projects (
 CREATE INDEX memory_versions_tenant_current
     ON memory_versions (tenant_id, recorded_at DESC, id DESC)
     WHERE is_current = 1;
+
+-- An erase drops the reasons of the audit lines about the erased families: only lines with a
+-- reason are read (SQLite cannot index the ids inside the JSON array).
+CREATE INDEX audit_log_reasons ON audit_log (tenant_id, seq) WHERE reason IS NOT NULL;

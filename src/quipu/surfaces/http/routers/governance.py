@@ -86,7 +86,10 @@ def erase(memory_id: str, body: ReasonBody, gov: Gov, who: Who) -> dict[str, Any
 
 
 @router.post(
-    "/subjects/{user_id}/erase", status_code=202, summary="Erase everything of one end user"
+    "/subjects/{user_id}/erase",
+    status_code=202,
+    summary="Erase everything of one end user",
+    responses={200: {"description": "That subject's erasure is already queued or running"}},
 )
 def erase_subject(
     user_id: str, body: ReasonBody, gov: Gov, who: Who, response: Response
