@@ -42,6 +42,7 @@ from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.migrate import migrate
+from quipu.storage.postgres.registry import RegistryTables
 from quipu.storage.postgres.rows import (
     COLUMNS,
     INSERT_SQL,
@@ -70,7 +71,7 @@ _CHUNK = 1000
 _PIN_LOCK = 0x7170696E
 
 
-class PostgresStore(ControlTables, WorkTables, GovernanceTables):
+class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
     def __init__(
