@@ -100,11 +100,10 @@ def test_api_004_every_memory_verb_runs_against_a_server(server: Server, workdir
     assert ok("get", mid, *db)["text"] == "Dana prefers aisle seats"
     listed = ok("list", *db)
     assert [m["id"] for m in listed["items"]] == [mid]  # type: ignore[attr-defined]
-    assert ok("status", mid, "quarantined", *db, "--reason", "check")["status"] == "quarantined"
+    # (leaving quarantine is a review by another key since issue 22: archive instead)
+    assert ok("status", mid, "archived", *db, "--reason", "check")["status"] == "archived"
     assert (
-        ok("status", mid, "active", *db, "--expected-version", "3", "--reason", "reviewed")[
-            "status"
-        ]
+        ok("status", mid, "active", *db, "--expected-version", "3", "--reason", "back")["status"]
         == "active"
     )
     newer = ok("remember", "Dana now prefers the exit row", *db)["memory"]
