@@ -208,13 +208,13 @@ class GovernanceTables:
             terms: dict[tuple[str, str], int] = {}
             for _, scope, owner, _, _, count in versions:
                 terms[(scope, owner)] = terms.get((scope, owner), 0) + int(count)
-            cur = conn.cursor()
-            cur.executemany(
-                "UPDATE memory_versions SET text = '', tags = '{}', metadata = '{}'::json,"
-                " aliases = '{}', provenance = %s::json, reason = NULL, terms = ''::tsvector,"
+            conn.execute(  # one statement for the batch
+                "UPDATE memory_versions m SET text = '', tags = '{}', metadata = '{}'::json,"
+                " aliases = '{}', provenance = u.p::json, reason = NULL, terms = ''::tsvector,"
                 " term_count = 0, vector = NULL, embedding_key = NULL, embedding_model = NULL"
-                " WHERE tenant_id = %s AND key = %s",
-                [(_erased_provenance(r[4]), tenant_id, r[0]) for r in versions],
+                " FROM unnest(%s::bigint[], %s::text[]) AS u(k, p)"
+                " WHERE m.tenant_id = %s AND m.key = u.k",
+                (keys, [_erased_provenance(r[4]) for r in versions], tenant_id),
             )
             report.add("memory_versions", len(versions))
             report.add(
