@@ -4,6 +4,7 @@
 model; ``quipu serve`` runs the same service over HTTP.
 """
 
+from quipu.async_client import AsyncClient
 from quipu.core.query import Filters, Hit, Page, RecallResult
 from quipu.core.records import (
     Kind,
@@ -29,11 +30,12 @@ from quipu.errors import (
     SecretDetected,
     Unavailable,
 )
-from quipu.remote import Client
+from quipu.remote import Client, MemoryClient, SessionClient
 from quipu.settings import Settings
 from quipu.version import __version__
 
 __all__ = [
+    "AsyncClient",
     "Client",
     "Conflict",
     "EmbeddingUnavailable",
@@ -43,6 +45,7 @@ __all__ = [
     "InvalidInput",
     "Kind",
     "LimitExceeded",
+    "MemoryClient",
     "MemoryVersion",
     "NotFound",
     "Page",
@@ -54,6 +57,7 @@ __all__ = [
     "Role",
     "Scope",
     "SecretDetected",
+    "SessionClient",
     "Settings",
     "Source",
     "Status",

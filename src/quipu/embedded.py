@@ -7,7 +7,8 @@ case with identity filled in; the HTTP client of the multi-tenant server mirrors
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -25,9 +26,14 @@ from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.governance import Erased, GovernanceService, Resolved
+from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.runtime import Runtime
 from quipu.settings import Settings
 from quipu.storage.base import Vector
+from quipu.wire import Instant, job_is_done
+
+#: How long ``Session.promote(wait=True)`` waits for a job another thread is running.
+WAIT_SECONDS = 120.0
 
 
 class Session:
@@ -37,66 +43,180 @@ class Session:
         self._owner = owner
         self.session_id = session_id
 
-    def append(self, role: str, content: str, **options: Any) -> SessionTurn:
+    def __repr__(self) -> str:
+        return f"Session({self.session_id!r})"
+
+    def append(
+        self,
+        role: str,
+        content: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        expires_at: Instant | None = None,
+    ) -> SessionTurn:
         return self._owner.runtime.sessions.append(
-            self._owner.principal, self.session_id, role, content, **options
+            self._owner.principal,
+            self.session_id,
+            role,
+            content,
+            metadata=metadata,
+            expires_at=expires_at,
         )
 
-    def history(self, **options: Any) -> builtins.list[SessionTurn]:
+    def history(self, *, after: int = 0, limit: int | None = None) -> list[SessionTurn]:
         return self._owner.runtime.sessions.history(
-            self._owner.principal, self.session_id, **options
+            self._owner.principal, self.session_id, after=after, limit=limit
         )
 
     def promote(self, *, wait: bool = False) -> Job:
-        """Queue promotion into long-term memory; with ``wait`` run due jobs here first."""
+        """Queue promotion into long-term memory; with ``wait`` run due jobs here, then wait
+        for the job to finish (the embedded worker thread may have claimed it first)."""
         job, _ = self._owner.runtime.sessions.promote(self._owner.principal, self.session_id)
-        if wait:
-            self._owner.runtime.worker.drain()
-            found = self._owner.runtime.queue.store.get_job(job.job_id)
-            if found is not None:
-                job = found
-        return job
+        if not wait:
+            return job
+        self._owner.runtime.worker.drain()
+        store = self._owner.runtime.queue.store
+        deadline, pause = time.monotonic() + WAIT_SECONDS, 0.01
+        while True:
+            found = store.get_job(job.job_id)
+            job = job if found is None else found
+            if job_is_done(job) or time.monotonic() >= deadline:
+                return job
+            time.sleep(pause)
+            pause = min(0.5, pause * 2)
 
 
 class Quipu:
-    """A memory store opened in this process. Thread-safe; close it (or use ``with``)."""
+    """A memory store opened in this process. Thread-safe; close it (or use ``with``).
+
+    Its methods are those of :class:`quipu.remote.MemoryClient`, with the same signatures as
+    :class:`quipu.Client`; ``import_`` and ``embed_pending`` are local maintenance."""
 
     def __init__(self, runtime: Runtime, principal: Principal) -> None:
         self.runtime = runtime
         self.service = runtime.service
         self.principal = principal
 
+    # -- writes ------------------------------------------------------------------------------
+    def remember(
+        self,
+        text: str,
+        *,
+        scope: str = "agent",
+        kind: str = "fact",
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        aliases: Sequence[str] | None = None,
+        project: str | None = None,
+        confidence: float = 1.0,
+        source: str = "explicit",
+        observed_at: Instant | None = None,
+        valid_at: Instant | None = None,
+        invalid_at: Instant | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        model: str | None = None,
+        prompt_version: str | None = None,
+        quote: str | None = None,
+    ) -> MemoryVersion:
+        """Store ``text``; returns the memory (the existing one for an exact duplicate)."""
+        return self.service.remember(self.principal, **_options(locals())).memory
+
+    def remember_result(
+        self,
+        text: str,
+        *,
+        scope: str = "agent",
+        kind: str = "fact",
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        aliases: Sequence[str] | None = None,
+        project: str | None = None,
+        confidence: float = 1.0,
+        source: str = "explicit",
+        observed_at: Instant | None = None,
+        valid_at: Instant | None = None,
+        invalid_at: Instant | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        model: str | None = None,
+        prompt_version: str | None = None,
+        quote: str | None = None,
+    ) -> WriteResult:
+        """Like :meth:`remember`, also saying whether a new memory was created."""
+        return self.service.remember(self.principal, **_options(locals()))
+
+    def revise(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        expected_version: int | None = None,
+        reason: str | None = None,
+        valid_at: Instant | None = None,
+    ) -> MemoryVersion:
+        return self.service.revise(self.principal, **_options(locals()))
+
+    def supersede(
+        self,
+        old_id: str,
+        new_id: str,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        return self.service.supersede(self.principal, **_options(locals()))
+
+    def forget(
+        self, memory_id: str, *, reason: str | None = None, expected_version: int | None = None
+    ) -> MemoryVersion:
+        return self.service.forget(self.principal, **_options(locals()))
+
+    def set_status(
+        self,
+        memory_id: str,
+        status: str,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        return self.service.set_status(self.principal, **_options(locals()))
+
+    # -- reads -------------------------------------------------------------------------------
+    def get(self, memory_id: str) -> MemoryVersion:
+        return self.service.get(self.principal, memory_id)
+
+    def history(self, memory_id: str) -> builtins.list[MemoryVersion]:
+        return self.service.history(self.principal, memory_id)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: str = "agent",
+        k: int | None = None,
+        planes: Sequence[str] | None = None,
+        as_of: Instant | None = None,
+        observed_after: Instant | None = None,
+        observed_before: Instant | None = None,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        min_confidence: float | None = None,
+        project: str | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> RecallResult:
+        return self.service.recall(self.principal, **_options(locals()))
+
+    # -- sessions, jobs, export --------------------------------------------------------------
     def session(self, session_id: str) -> Session:
         return Session(self, session_id)
 
-    def remember(self, text: str, **options: Any) -> MemoryVersion:
-        """Store ``text``; returns the memory (the existing one for an exact duplicate)."""
-        return self.service.remember(self.principal, text, **options).memory
+    def get_job(self, job_id: str) -> Job:
+        return visible_job(self.runtime.queue.store, self.principal, job_id)
 
-    def remember_result(self, text: str, **options: Any) -> WriteResult:
-        """Like :meth:`remember`, also saying whether a new memory was created."""
-        return self.service.remember(self.principal, text, **options)
-
-    def recall(self, query: str, **options: Any) -> RecallResult:
-        return self.service.recall(self.principal, query, **options)
-
-    def get(self, memory_id: str, **options: Any) -> MemoryVersion:
-        return self.service.get(self.principal, memory_id, **options)
-
-    def history(self, memory_id: str, **options: Any) -> list[MemoryVersion]:
-        return self.service.history(self.principal, memory_id, **options)
-
-    def revise(self, memory_id: str, text: str, **options: Any) -> MemoryVersion:
-        return self.service.revise(self.principal, memory_id, text, **options)
-
-    def supersede(self, old_id: str, new_id: str, **options: Any) -> MemoryVersion:
-        return self.service.supersede(self.principal, old_id, new_id, **options)
-
-    def forget(self, memory_id: str, **options: Any) -> MemoryVersion:
-        return self.service.forget(self.principal, memory_id, **options)
-
-    def set_status(self, memory_id: str, status: str, **options: Any) -> MemoryVersion:
-        return self.service.set_status(self.principal, memory_id, status, **options)
+    def list_jobs(self, *, status: str | None = None, limit: int = 100) -> builtins.list[Job]:
+        return visible_jobs(self.runtime.queue.store, self.principal, status=status, limit=limit)
 
     def export(self) -> Iterator[tuple[MemoryVersion, Vector | None]]:
         return self.service.export(self.principal)
@@ -199,8 +319,28 @@ class Quipu:
         self.close()
 
     # ``list`` last: below it, the name would shadow the builtin in annotations.
-    def list(self, **options: Any) -> Page:
-        return self.service.list(self.principal, **options)
+    def list(
+        self,
+        *,
+        scope: str = "agent",
+        cursor: str | None = None,
+        limit: int | None = None,
+        as_of: Instant | None = None,
+        observed_after: Instant | None = None,
+        observed_before: Instant | None = None,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        min_confidence: float | None = None,
+        project: str | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> Page:
+        return self.service.list(self.principal, **_options(locals()))
+
+
+def _options(values: dict[str, Any]) -> dict[str, Any]:
+    """A method's arguments, passed on to the use case of the same name as keywords."""
+    return {name: value for name, value in values.items() if name != "self"}
 
 
 def open(

@@ -10,6 +10,7 @@ The hierarchy::
     ├── Forbidden           403     credential valid, act not allowed
     ├── NotFound            404     missing *or* foreign: the two are indistinguishable (SCOPE-7)
     ├── Conflict            409     version_conflict, illegal_transition, embedding_model_mismatch
+    ├── PreconditionRequired 428    expected_version_required: name the version you replace
     ├── PayloadTooLarge     413     payload_too_large
     ├── LimitExceeded       429     quota_exceeded, rate_limited (.retry_after seconds)
     ├── Unavailable         503     transient: embedder_unavailable, store_busy — retry later
@@ -74,6 +75,13 @@ class NotFound(QuipuError):
 class Conflict(QuipuError):
     status = 409
     default_code = "conflict"
+
+
+class PreconditionRequired(QuipuError):
+    """A change over HTTP or MCP must name the version it replaces (LIFE-2)."""
+
+    status = 428
+    default_code = "expected_version_required"
 
 
 class PayloadTooLarge(QuipuError):

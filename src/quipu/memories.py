@@ -258,8 +258,10 @@ class MemoryService:
         *,
         reason: object = None,
         scope: str | None = None,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
-        """Link ``old_id`` to its replacement and end its validity now (MEM-4)."""
+        """Link ``old_id`` to its replacement and end its validity now (MEM-4); with
+        ``expected_version``, only if ``old_id`` is still at that version (LIFE-2)."""
         ref = self.guard.authorise(principal, old_id, scope, write=True)
         self.guard.admit_write(principal)
         if old_id == new_id:
@@ -267,7 +269,8 @@ class MemoryService:
         change = Change(
             actor=principal.key_id, relation=Relation.SUPERSEDED_BY, reason=_reason(reason)
         )
-        return self.store.supersede(ref, old_id, new_id, change, self._clock())
+        self.guard.screen(change)
+        return self.store.supersede(ref, old_id, new_id, change, self._clock(), expected_version)
 
     def forget(
         self,

@@ -1,10 +1,17 @@
-"""The Python client of a Quipu server: ``quipu.Client(url, key)``.
+"""The Python client of a Quipu server: ``quipu.Client(url, key)`` (API-1).
 
 It has the verbs and return types of the embedded :class:`quipu.Quipu` (``remember`` gives a
 :class:`MemoryVersion`, ``recall`` a :class:`RecallResult` of :class:`Hit`, ``list`` a
-:class:`Page`, ...), so code written against :class:`MemoryClient` runs on either. Server
-error envelopes come back as the same typed :class:`QuipuError` subclasses with the same
-``code``; a server that cannot be reached is :class:`Unavailable` (transient).
+:class:`Page`, ``session(id).append`` a :class:`SessionTurn`, ``get_job`` a :class:`Job`, ...),
+so code written against :class:`MemoryClient` runs on either; :class:`quipu.AsyncClient` has
+the same methods, awaited. Server error envelopes come back as the same typed
+:class:`QuipuError` subclasses with the same ``code``; a server that cannot be reached is
+:class:`Unavailable` (transient). A refused request (429, 503, or a connection never made)
+is retried with backoff, waiting ``Retry-After`` when the server sends one (:class:`Retry`).
+
+A service key hands each agent run its own identity with :meth:`Client.for_subject`: a client
+acting as one ``(agent_id, user_id)`` through run tokens it mints, caches and renews, so a
+multi-user backend never puts identity in a request body (SCOPE-2).
 
 Memories read over HTTP carry no ``tenant_id`` or ``owner``: the server never discloses them
 (identity is the credential's business), so both are the empty string.
@@ -12,56 +19,72 @@ Memories read over HTTP carry no ``tenant_id`` or ``owner``: the server never di
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+import builtins
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
-from urllib.parse import quote
 
 import httpx
 
-from quipu.core import validate
-from quipu.core.query import Hit, Page, RecallResult
-from quipu.core.records import (
-    MemoryVersion,
-    WriteResult,
-)
-from quipu.errors import (
-    Conflict,
-    EmbeddingUnavailable,
-    Forbidden,
-    InvalidInput,
-    LimitExceeded,
-    NotFound,
-    PayloadTooLarge,
-    QuipuError,
-    SecretDetected,
-    Unauthorized,
-    Unavailable,
+from quipu import wire
+from quipu.core.jobs import Job
+from quipu.core.query import Page, RecallResult
+from quipu.core.records import MemoryVersion, WriteResult
+from quipu.core.sessions import SessionTurn
+from quipu.errors import Unavailable
+from quipu.storage.base import Vector
+from quipu.wire import (
+    Call,
+    Instant,
+    Retry,
+    error_from_response,
+    hit_from_dict,
+    memory_from_dict,
+    recall_from_dict,
 )
 
 if TYPE_CHECKING:
     from quipu.embedded import Quipu
 
-Instant = datetime | str
-T = TypeVar("T")
+__all__ = [
+    "Client",
+    "Instant",
+    "MemoryClient",
+    "Retry",
+    "SessionClient",
+    "Subject",
+    "error_from_response",
+    "hit_from_dict",
+    "memory_from_dict",
+    "recall_from_dict",
+]
 
-_BY_STATUS: dict[int, type[QuipuError]] = {
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    413: PayloadTooLarge,
-    422: InvalidInput,
-    429: LimitExceeded,
-    502: Unavailable,
-    503: Unavailable,
-    504: Unavailable,
-}
-_BY_CODE: dict[str, type[QuipuError]] = {
-    "secret_detected": SecretDetected,
-    "embedder_unavailable": EmbeddingUnavailable,
-}
+T = TypeVar("T")
+#: ``(agent_id, user_id)``: whom a run token acts as.
+Subject = tuple[str, str | None]
+
+
+@runtime_checkable
+class SessionClient(Protocol):
+    """One conversation's short-term memory (SESSION-1..3) and its promotion (PROMO-1)."""
+
+    session_id: str
+
+    def append(
+        self,
+        role: str,
+        content: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        expires_at: Instant | None = None,
+    ) -> SessionTurn: ...
+
+    def history(self, *, after: int = 0, limit: int | None = None) -> list[SessionTurn]: ...
+
+    def promote(self, *, wait: bool = False) -> Job: ...
 
 
 @runtime_checkable
@@ -132,7 +155,7 @@ class MemoryClient(Protocol):
 
     def get(self, memory_id: str) -> MemoryVersion: ...
 
-    def history(self, memory_id: str) -> list[MemoryVersion]: ...
+    def history(self, memory_id: str) -> builtins.list[MemoryVersion]: ...
 
     def revise(
         self,
@@ -145,7 +168,12 @@ class MemoryClient(Protocol):
     ) -> MemoryVersion: ...
 
     def supersede(
-        self, old_id: str, new_id: str, *, reason: str | None = None
+        self,
+        old_id: str,
+        new_id: str,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
     ) -> MemoryVersion: ...
 
     def forget(
@@ -160,6 +188,14 @@ class MemoryClient(Protocol):
         reason: str | None = None,
         expected_version: int | None = None,
     ) -> MemoryVersion: ...
+
+    def session(self, session_id: str) -> SessionClient: ...
+
+    def get_job(self, job_id: str) -> Job: ...
+
+    def list_jobs(self, *, status: str | None = None, limit: int = 100) -> builtins.list[Job]: ...
+
+    def export(self) -> Iterator[tuple[MemoryVersion, Vector | None]]: ...
 
     def close(self) -> None: ...
 
@@ -181,30 +217,80 @@ class MemoryClient(Protocol):
     ) -> Page: ...
 
 
+class RunTokens:
+    """Run tokens minted by one service key, one per subject, renewed before they expire
+    (when less than a tenth of their life, and at least 30 s, is left). Thread-safe."""
+
+    def __init__(self, ttl_seconds: int) -> None:
+        self.ttl_seconds = ttl_seconds
+        self._tokens: dict[Subject, tuple[str, datetime | None]] = {}
+        self.lock = threading.Lock()
+
+    def cached(self, subject: Subject) -> str | None:
+        found = self._tokens.get(subject)
+        if found is None:
+            return None
+        token, expires = found
+        margin = max(30.0, self.ttl_seconds / 10)
+        if expires is not None and datetime.now(UTC) + timedelta(seconds=margin) >= expires:
+            return None
+        return token
+
+    def keep(self, subject: Subject, token: str, expires: datetime | None) -> None:
+        self._tokens[subject] = (token, expires)
+
+    def drop(self, subject: Subject) -> None:
+        self._tokens.pop(subject, None)
+
+    def mint_body(self, subject: Subject) -> dict[str, Any]:
+        agent_id, user_id = subject
+        return wire.given(
+            {"agent_id": agent_id, "user_id": user_id, "ttl_seconds": self.ttl_seconds}
+        )
+
+
 class Client:
     """A Quipu server over HTTP. ``key`` is an API key or run token (none in local mode).
 
-    Thread-safe; close it (or use ``with``).
-    """
+    ``timeout`` bounds each request (seconds, or an :class:`httpx.Timeout`); ``retry`` says
+    how refused requests are retried. Thread-safe; close it (or use ``with``)."""
 
     def __init__(
         self,
         url: str,
         key: str | None = None,
         *,
-        timeout: float = 30.0,
+        timeout: float | httpx.Timeout = 30.0,
+        retry: Retry | None = None,
+        token_ttl_seconds: int = 3600,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        self.retry = retry or Retry()
+        self.timeout = timeout
+        self._key = key
+        self._subject: Subject | None = None
+        self._parent: Client | None = None
+        self._tokens = RunTokens(token_ttl_seconds)
         headers = {"Accept": "application/json", "User-Agent": "quipu-python-client"}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
         self._http = httpx.Client(
             base_url=self.url, headers=headers, timeout=timeout, transport=transport
         )
 
     def __repr__(self) -> str:
-        return f"Client({self.url!r})"
+        who = "" if self._subject is None else f", subject={self._subject!r}"
+        return f"Client({self.url!r}{who})"
+
+    def for_subject(self, *, agent_id: str, user_id: str | None = None) -> Client:
+        """A client acting as ``agent_id`` (for ``user_id``) through run tokens this client's
+        service key mints (``POST /v1/tokens``), cached per subject and renewed before they
+        expire; shares this client's connections. Closing it closes nothing shared."""
+        root = self._parent or self
+        child = Client.__new__(Client)
+        child.url, child.retry, child.timeout = root.url, root.retry, root.timeout
+        child._key, child._http, child._tokens = None, root._http, root._tokens
+        child._subject, child._parent = (agent_id, user_id), root
+        return child
 
     # -- writes ------------------------------------------------------------------------------
     def remember(
@@ -229,25 +315,7 @@ class Client:
         quote: str | None = None,
     ) -> MemoryVersion:
         """Store ``text``; returns the memory (the existing one for an exact duplicate)."""
-        return self.remember_result(
-            text,
-            scope=scope,
-            kind=kind,
-            tags=tags,
-            metadata=metadata,
-            aliases=aliases,
-            project=project,
-            confidence=confidence,
-            source=source,
-            observed_at=observed_at,
-            valid_at=valid_at,
-            invalid_at=invalid_at,
-            session_id=session_id,
-            run_id=run_id,
-            model=model,
-            prompt_version=prompt_version,
-            quote=quote,
-        ).memory
+        return self._send(wire.remember(wire.given(locals()))).memory
 
     def remember_result(
         self,
@@ -271,27 +339,7 @@ class Client:
         quote: str | None = None,
     ) -> WriteResult:
         """Like :meth:`remember`, also saying whether a new memory was created."""
-        body = _present(
-            text=text,
-            scope=scope,
-            kind=kind,
-            tags=tags,
-            metadata=metadata,
-            aliases=aliases,
-            project=project,
-            confidence=confidence,
-            source=source,
-            observed_at=observed_at,
-            valid_at=valid_at,
-            invalid_at=invalid_at,
-            session_id=session_id,
-            run_id=run_id,
-            model=model,
-            prompt_version=prompt_version,
-            quote=quote,
-        )
-        data = self._request("POST", "/v1/memories", json=body)
-        return _convert(lambda: WriteResult(memory_from_dict(data["memory"]), data["created"]))
+        return self._send(wire.remember(wire.given(locals())))
 
     def revise(
         self,
@@ -302,23 +350,28 @@ class Client:
         reason: str | None = None,
         valid_at: Instant | None = None,
     ) -> MemoryVersion:
-        """Write a new version with new text (409 ``version_conflict`` on a stale version)."""
-        body = _present(
-            text=text, expected_version=expected_version, reason=reason, valid_at=valid_at
-        )
-        return self._memory("PATCH", _memory_path(memory_id), json=body)
+        """Write a new version with new text (409 ``version_conflict`` on a stale version). The
+        server needs ``expected_version`` (428 without; LIFE-2)."""
+        body = wire.given(locals(), leave_out=["memory_id"])
+        return self._send(wire.patch(memory_id, body))
 
-    def supersede(self, old_id: str, new_id: str, *, reason: str | None = None) -> MemoryVersion:
-        """Link ``old_id`` to its replacement ``new_id`` and end its validity now."""
-        body = _present(new_id=new_id, reason=reason)
-        return self._memory("POST", _memory_path(old_id) + "/supersede", json=body)
+    def supersede(
+        self,
+        old_id: str,
+        new_id: str,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """Link ``old_id`` to its replacement ``new_id`` and end its validity now. The server
+        needs ``expected_version``, the version of ``old_id`` you read (428 without; LIFE-2)."""
+        return self._send(wire.supersede(old_id, wire.given(locals(), leave_out=["old_id"])))
 
     def forget(
         self, memory_id: str, *, reason: str | None = None, expected_version: int | None = None
     ) -> MemoryVersion:
         """Logical delete: recall, list and get stop showing it; history keeps it."""
-        params = _present(reason=reason, expected_version=expected_version)
-        return self._memory("DELETE", _memory_path(memory_id), params=params)
+        return self._send(wire.forget(memory_id, wire.given(locals(), leave_out=["memory_id"])))
 
     def set_status(
         self,
@@ -329,16 +382,15 @@ class Client:
         expected_version: int | None = None,
     ) -> MemoryVersion:
         """Move a memory through the lifecycle; an illegal move is a :class:`Conflict`."""
-        body = _present(status=status, reason=reason, expected_version=expected_version)
-        return self._memory("PATCH", _memory_path(memory_id), json=body)
+        body = wire.given(locals(), leave_out=["memory_id"])
+        return self._send(wire.patch(memory_id, body))
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, memory_id: str) -> MemoryVersion:
-        return self._memory("GET", _memory_path(memory_id))
+        return self._send(wire.get(memory_id))
 
-    def history(self, memory_id: str) -> list[MemoryVersion]:
-        data = self._request("GET", _memory_path(memory_id) + "/history")
-        return _convert(lambda: [memory_from_dict(v) for v in data["versions"]])
+    def history(self, memory_id: str) -> builtins.list[MemoryVersion]:
+        return self._send(wire.history(memory_id))
 
     def recall(
         self,
@@ -358,26 +410,33 @@ class Client:
         statuses: Sequence[str] | None = None,
     ) -> RecallResult:
         """Hybrid recall in one scope."""
-        body = _present(
-            query=query,
-            scope=scope,
-            k=k,
-            planes=planes,
-            as_of=as_of,
-            observed_after=observed_after,
-            observed_before=observed_before,
-            kinds=kinds,
-            tags=tags,
-            sources=sources,
-            min_confidence=min_confidence,
-            project=project,
-            statuses=statuses,
-        )
-        data = self._request("POST", "/v1/recall", json=body)
-        return _convert(lambda: recall_from_dict(data))
+        return self._send(wire.recall(wire.given(locals())))
+
+    # -- sessions, jobs, export --------------------------------------------------------------
+    def session(self, session_id: str) -> RemoteSession:
+        return RemoteSession(self, session_id)
+
+    def get_job(self, job_id: str) -> Job:
+        """A job of the caller's own (a promotion it asked for), or any of the tenant's for an
+        admin; another's looks missing (404)."""
+        return self._send(wire.get_job(job_id))
+
+    def list_jobs(self, *, status: str | None = None, limit: int = 100) -> builtins.list[Job]:
+        """The tenant's jobs, newest first (admins)."""
+        return self._send(wire.list_jobs(wire.given(locals())))
+
+    def export(self) -> Iterator[tuple[MemoryVersion, Vector | None]]:
+        """Every version of the tenant with its vector (admins; API-4), read as it streams."""
+        response = self._exchange("GET", wire.EXPORT_PATH, None, None, stream=True)
+        if not response.is_success:
+            response.read()
+            response.close()
+            raise error_from_response(response)
+        return _rows(response)
 
     def close(self) -> None:
-        self._http.close()
+        if self._parent is None:
+            self._http.close()
 
     def __enter__(self) -> Client:
         return self
@@ -391,25 +450,61 @@ class Client:
         self.close()
 
     # -- plumbing ----------------------------------------------------------------------------
-    def _memory(self, method: str, path: str, **kwargs: Any) -> MemoryVersion:
-        data = self._request(method, path, **kwargs)
-        return _convert(lambda: memory_from_dict(data))
+    def _send(self, call: Call[T]) -> T:
+        response = self._exchange(call.method, call.path, call.params, call.json)
+        return wire.decode(call, response)
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TimeoutException as exc:
-            raise Unavailable(
-                f"{self.url} did not answer in time: {exc}", code="server_timeout"
-            ) from exc
-        except httpx.TransportError as exc:
-            raise Unavailable(f"cannot reach {self.url}: {exc}", code="server_unreachable") from exc
-        if response.is_success:
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None,
+        body: dict[str, Any] | None,
+        *,
+        stream: bool = False,
+    ) -> httpx.Response:
+        """Send one request, retrying it while the policy says so; a subject's client mints
+        its token first and, on a 401 (the token revoked), once more."""
+        attempt, renewed = 0, False
+        while True:
+            headers = self._authorization()
+            request = self._http.build_request(
+                method, path, params=params, json=body, headers=headers
+            )
+            response: httpx.Response | None = None
             try:
-                return response.json()
-            except ValueError:
-                raise _unreadable(response) from None
-        raise error_from_response(response)
+                response = self._http.send(request, stream=stream)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                wait = self.retry.delay(attempt, None)
+                if wait is None:
+                    raise wire.transport_error(self.url, exc) from exc
+            except httpx.TransportError as exc:
+                raise wire.transport_error(self.url, exc) from exc
+            else:
+                if response.status_code == 401 and self._subject is not None and not renewed:
+                    response.close()
+                    self._tokens.drop(self._subject)
+                    renewed = True
+                    continue
+                wait = self.retry.delay(attempt, response)
+                if wait is None:
+                    return response
+                response.close()
+            time.sleep(wait)
+            attempt += 1
+
+    def _authorization(self) -> dict[str, str]:
+        if self._subject is None:
+            return {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        assert self._parent is not None
+        with self._tokens.lock:
+            cached = self._tokens.cached(self._subject)
+            if cached is None:
+                call = wire.mint_token(self._tokens.mint_body(self._subject))
+                minted, expires = self._parent._send(call)
+                self._tokens.keep(self._subject, minted, expires)
+                cached = minted
+        return {"Authorization": f"Bearer {cached}"}
 
     # ``list`` last: below it, the name would shadow the builtin in annotations.
     def list(
@@ -429,109 +524,61 @@ class Client:
         statuses: Sequence[str] | None = None,
     ) -> Page:
         """One page of one scope, newest first; pass ``next_cursor`` on for the next."""
-        params = _present(
-            scope=scope,
-            cursor=cursor,
-            limit=limit,
-            as_of=as_of,
-            observed_after=observed_after,
-            observed_before=observed_before,
-            kinds=kinds,
-            tags=tags,
-            sources=sources,
-            min_confidence=min_confidence,
-            project=project,
-            statuses=statuses,
-        )
-        data = self._request("GET", "/v1/memories", params=params)
-        return _convert(
-            lambda: Page([memory_from_dict(m) for m in data["items"]], data["next_cursor"])
-        )
+        return self._send(wire.list_memories(wire.given(locals())))
 
 
-# -- wire format -> domain types ---------------------------------------------------------------
-def memory_from_dict(data: Mapping[str, Any]) -> MemoryVersion:
-    """A :class:`MemoryVersion` from ``MemoryVersion.to_dict()`` as the server sends it."""
-    return MemoryVersion.from_dict(data, tenant_id="", owner="")
+class RemoteSession:
+    """A session on the server, acting as the client's subject."""
+
+    def __init__(self, client: Client, session_id: str) -> None:
+        self._client = client
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"RemoteSession({self.session_id!r})"
+
+    def append(
+        self,
+        role: str,
+        content: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        expires_at: Instant | None = None,
+    ) -> SessionTurn:
+        body = wire.given(locals())
+        return self._client._send(wire.append_turn(self.session_id, body))
+
+    def history(self, *, after: int = 0, limit: int | None = None) -> list[SessionTurn]:
+        params = wire.given(locals())
+        return self._client._send(wire.session_history(self.session_id, params))
+
+    def promote(self, *, wait: bool = False) -> Job:
+        """Queue promotion into long-term memory; with ``wait``, poll the job until the
+        server's worker has finished it (at most the client's timeout, else
+        :class:`Unavailable` ``job_timeout``)."""
+        job = self._client._send(wire.promote(self.session_id))
+        if not wait:
+            return job
+        deadline = time.monotonic() + wire.wait_seconds(self._client.timeout)
+        pause = 0.05
+        while not wire.job_is_done(job):
+            if time.monotonic() >= deadline:
+                raise Unavailable(
+                    f"job {job.job_id} is still {job.status.value}",
+                    code="job_timeout",
+                    details={"job_id": job.job_id},
+                )
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
+            job = self._client.get_job(job.job_id)
+        return job
 
 
-def hit_from_dict(data: Mapping[str, Any]) -> Hit:
-    return Hit(
-        memory_from_dict(data["memory"]),
-        float(data["score"]),
-        int(data["rank"]),
-        tuple(data.get("matched") or ()),
-    )
-
-
-def recall_from_dict(data: Mapping[str, Any]) -> RecallResult:
-    return RecallResult([hit_from_dict(h) for h in data["results"]], dict(data["meta"]))
-
-
-def error_from_response(response: httpx.Response) -> QuipuError:
-    """The typed error of an error envelope, chosen by its code, else by the HTTP status."""
-    status = response.status_code
+def _rows(response: httpx.Response) -> Iterator[tuple[MemoryVersion, Vector | None]]:
     try:
-        error = response.json()["error"]
-        code, message = str(error["code"]), str(error["message"])
-        details = error.get("details") or {}
-    except (ValueError, KeyError, TypeError):
-        code = f"http_{status}"
-        message = response.reason_phrase or f"HTTP {status}"
-        details = {}
-    by_status = _BY_STATUS.get(status, QuipuError)
-    by_code = _BY_CODE.get(code)
-    cls = by_code if by_code is not None and issubclass(by_code, by_status) else by_status
-    if cls is LimitExceeded:
-        return LimitExceeded(
-            message, code=code, details=details, retry_after=_retry_after(response)
-        )
-    return cls(message, code=code, details=dict(details) if isinstance(details, dict) else {})
-
-
-def _convert(build: Callable[[], T]) -> T:
-    """Run a wire-to-domain conversion; a response of the wrong shape is a typed error."""
-    try:
-        return build()
-    except (KeyError, TypeError, ValueError) as exc:
-        raise QuipuError(
-            f"the server's response does not have the expected shape: {exc!r}",
-            code="invalid_response",
-        ) from None
-
-
-def _unreadable(response: httpx.Response) -> QuipuError:
-    return QuipuError(
-        f"the server answered {response.status_code} with a body that is not JSON",
-        code="invalid_response",
-    )
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return float(response.headers["retry-after"])
-    except (KeyError, ValueError):
-        return None
-
-
-def _memory_path(memory_id: str) -> str:
-    ident = validate.identifier(memory_id, field="id")
-    return "/v1/memories/" + quote(ident, safe="")
-
-
-def _present(**fields: Any) -> dict[str, Any]:
-    """The fields a caller set, ready for JSON or a query string (datetimes as ISO-8601)."""
-    return {name: _wire(value) for name, value in fields.items() if value is not None}
-
-
-def _wire(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, tuple | frozenset | set):
-        return list(value)
-    return value
+        yield from wire.export_rows(response.iter_lines())
+    finally:
+        response.close()
 
 
 if TYPE_CHECKING:  # mypy checks both clients against the one interface

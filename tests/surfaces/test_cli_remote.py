@@ -101,14 +101,17 @@ def test_api_004_every_memory_verb_runs_against_a_server(server: Server, workdir
     listed = ok("list", *db)
     assert [m["id"] for m in listed["items"]] == [mid]  # type: ignore[attr-defined]
     # (leaving quarantine is a review by another key since issue 22: archive instead)
-    assert ok("status", mid, "archived", *db, "--reason", "check")["status"] == "archived"
+    archived = ok("status", mid, "archived", *db, "--reason", "check", "--expected-version", "2")
+    assert archived["status"] == "archived"
     assert (
         ok("status", mid, "active", *db, "--expected-version", "3", "--reason", "back")["status"]
         == "active"
     )
     newer = ok("remember", "Dana now prefers the exit row", *db)["memory"]
     assert isinstance(newer, dict)
-    superseded = ok("supersede", mid, newer["id"], *db, "--reason", "moved")
+    superseded = ok(
+        "supersede", mid, newer["id"], *db, "--reason", "moved", "--expected-version", "4"
+    )
     assert superseded["status"] == "superseded"
     assert ok("forget", newer["id"], *db, "--reason", "test")["status"] == "unavailable"
     versions = ok("history", mid, *db)["versions"]

@@ -132,32 +132,56 @@ def test_life_005_review_judge_restore_merge_over_http(world: World) -> None:
     queue = w.get("t.rev", "/v1/review").json()["items"]
     assert [m["id"] for m in queue] == [cid]
     assert w.get("t.a", "/v1/review").status_code == 403
-    r = w.post("t.a", f"/v1/review/{cid}", {"decision": "activate", "reason": "mine"})
+    decide = {"decision": "activate", "reason": "mine", "expected_version": 1}
+    r = w.post("t.a", f"/v1/review/{cid}", decide)
     assert r.status_code == 403 and _code(r) == "review_required"
-    r = w.post("t.rev", f"/v1/review/{cid}", {"decision": "maybe", "reason": "x"})
+    r = w.post("t.rev", f"/v1/review/{cid}", {**decide, "decision": "maybe"})
     assert r.status_code == 422 and _code(r) == "invalid_decision"
-    r = w.post("t.rev", f"/v1/review/{cid}", {"decision": "activate", "reason": "confirmed"})
+    # LIFE-2 over HTTP: a change names the version it replaces (428), after 403 and 404
+    r = w.post("t.rev", f"/v1/review/{cid}", {"decision": "activate", "reason": "x"})
+    assert r.status_code == 428 and _code(r) == "expected_version_required"
+    r = w.post("t.rev", f"/v1/review/{'f' * 32}", {"decision": "activate", "reason": "x"})
+    assert r.status_code == 404
+    r = w.post("t.rev", f"/v1/review/{cid}", {**decide, "reason": "confirmed"})
     assert r.status_code == 200 and r.json()["status"] == "active"
-    r = w.post("t.rev", f"/v1/review/{cid}", {"decision": "reject", "reason": "x"})
+    r = w.post(
+        "t.rev", f"/v1/review/{cid}", {**decide, "decision": "reject", "expected_version": 2}
+    )
     assert r.status_code == 409 and _code(r) == "not_in_review"
     r = w.post("t.rev", f"/v1/memories/{cid}/refute", {"reason": "she flies now"})
+    assert r.status_code == 428
+    r = w.post(
+        "t.rev", f"/v1/memories/{cid}/refute", {"reason": "she flies now", "expected_version": 2}
+    )
     assert r.status_code == 200 and r.json()["provenance"]["verdict"] == "refuted"
     assert w.get("t.a", "/v1/memories").json()["items"] == []
     r = w.post("t.rev", f"/v1/memories/{cid}/affirm", {"reason": "back", "expected_version": 1})
     assert r.status_code == 409 and _code(r) == "version_conflict"
-    r = w.post("t.rev", f"/v1/memories/{cid}/affirm", {"reason": "she is back on trains"})
+    r = w.post(
+        "t.rev", f"/v1/memories/{cid}/affirm", {"reason": "on trains", "expected_version": 3}
+    )
     assert r.json()["trust"] == "verified" and r.json()["status"] == "active"
     mid = _remember(w, "t.a", "The office is on Elm Street")
     w.client.patch(
-        f"/v1/memories/{mid}", json={"text": "The office is on Oak Street"}, headers=w.h("t.a")
+        f"/v1/memories/{mid}",
+        json={"text": "The office is on Oak Street", "expected_version": 1},
+        headers=w.h("t.a"),
     )
-    r = w.post("t.a", f"/v1/memories/{mid}/restore", {"version": 1, "reason": "fell through"})
+    r = w.post("t.a", f"/v1/memories/{mid}/restore", {"version": 1})
+    assert r.status_code == 428
+    r = w.post("t.a", f"/v1/memories/{mid}/restore", {"version": 1, "expected_version": 2})
     assert r.status_code == 200 and r.json()["relation"] == "restores"
+    r = w.post("t.b", f"/v1/memories/{mid}/restore", {"version": 1, "expected_version": 3})
+    assert r.status_code == 404
     assert w.post("t.b", f"/v1/memories/{mid}/restore", {"version": 1}).status_code == 404
     dup = _remember(w, "t.a", "the office: Elm St.")
-    r = w.post("t.a", "/v1/memories/merge", {"ids": [mid, dup], "text": "The office is on Elm"})
+    merge = {"ids": [mid, dup], "text": "The office is on Elm", "expected_version": 3}
+    assert w.post("t.a", "/v1/memories/merge", {**merge, "expected_version": None}).status_code == (
+        428
+    )
+    r = w.post("t.a", "/v1/memories/merge", merge)
     assert r.status_code == 200 and r.json()["relation"] == "merges"
-    r = w.post("t.a", "/v1/memories/merge", {"ids": [mid], "text": "x"})
+    r = w.post("t.a", "/v1/memories/merge", {"ids": [mid], "text": "x", "expected_version": 4})
     assert r.status_code == 422 and _code(r) == "invalid_merge"
 
 
@@ -215,11 +239,12 @@ for _ in range(900):
         ("/v1/holds", {"kind": "memory", "target": "a/b", "reason": "x"}),
         ("/v1/holds", {"kind": "memory", "target": "{mid}", "reason": "\ud800"}),
         ("/v1/subjects/ua%1Fx/erase", {"reason": "x"}),
-        ("/v1/review/{mid}", {"decision": "activate", "reason": "x\x00"}),
-        ("/v1/memories/{mid}/restore", {"version": 2**70}),
-        ("/v1/memories/{mid}/restore", {"version": -1}),
-        ("/v1/memories/merge", {"ids": ["{mid}", "\ud800"], "text": "x"}),
-        ("/v1/memories/merge", {"ids": ["{mid}", "{mid}"], "text": "x"}),
+        ("/v1/review/{mid}", {"decision": "activate", "reason": "x\x00", "expected_version": 1}),
+        ("/v1/memories/{mid}/restore", {"version": 2**70, "expected_version": 1}),
+        ("/v1/memories/{mid}/restore", {"version": -1, "expected_version": 1}),
+        ("/v1/memories/{mid}/restore", {"version": 1, "expected_version": 2**70}),
+        ("/v1/memories/merge", {"ids": ["{mid}", "\ud800"], "text": "x", "expected_version": 1}),
+        ("/v1/memories/merge", {"ids": ["{mid}", "{mid}"], "text": "x", "expected_version": 1}),
         ("/v1/snapshots", {"ids": ["{mid}"], "label": "\ud800"}),
         ("/v1/snapshots", {"members": [{"id": "{mid}", "version": 1, "x": DEEP}]}),
         ("/v1/snapshots", {"ids": ["{mid}"] * 500}),

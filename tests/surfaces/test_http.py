@@ -54,7 +54,9 @@ def test_api_002_remember_get_patch_history_delete(client: TestClient) -> None:
     assert patched.status_code == 200 and patched.json()["version"] == 2
     stale = client.patch(f"/v1/memories/{mid}", json={"text": "exit row", "expected_version": 1})
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "version_conflict"
-    archived = client.patch(f"/v1/memories/{mid}", json={"status": "archived"})
+    archived = client.patch(
+        f"/v1/memories/{mid}", json={"status": "archived", "expected_version": 2}
+    )
     assert archived.json()["status"] == "archived"
     gone = client.delete(f"/v1/memories/{mid}", params={"reason": "user asked"})
     assert gone.status_code == 200 and gone.json()["status"] == "unavailable"
@@ -72,7 +74,10 @@ def test_api_002_recall_list_and_supersede(client: TestClient) -> None:
     body = r.json()
     assert r.status_code == 200 and len(body["results"]) == 2
     assert body["meta"]["fallback"] is False and "timings" in body["meta"]
-    s = client.post(f"/v1/memories/{ids[0]}/supersede", json={"new_id": ids[1], "reason": "moved"})
+    s = client.post(
+        f"/v1/memories/{ids[0]}/supersede",
+        json={"new_id": ids[1], "reason": "moved", "expected_version": 1},
+    )
     assert s.json()["status"] == "superseded"
     listed = client.get("/v1/memories", params={"limit": 1}).json()
     assert len(listed["items"]) == 1 and listed["next_cursor"]

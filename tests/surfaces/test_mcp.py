@@ -268,6 +268,7 @@ def test_api_003_tools_over_stdio(tmp_path: Path) -> None:
                     old_id=mid,
                     new_id=other["memory"]["id"],
                     reason="pets changed",
+                    expected_version=2,
                 )
                 assert old["status"] == "superseded"
                 assert old["related_id"] == other["memory"]["id"]
@@ -383,9 +384,12 @@ def test_scope_007_mcp_http_principals_cannot_see_each_other(mcp_http: McpHttp, 
                 for tool, args in (
                     ("memory_get", {}),
                     ("memory_history", {}),
-                    ("memory_revise", {"text": "taken over"}),
+                    ("memory_revise", {"text": "taken over", "expected_version": 1}),
                     ("memory_forget", {}),
-                    ("memory_supersede", {"new_id": theirs["memory"]["id"]}),
+                    (
+                        "memory_supersede",
+                        {"new_id": theirs["memory"]["id"], "expected_version": 1},
+                    ),
                 ):
                     key = "old_id" if tool == "memory_supersede" else "memory_id"
                     error = await fails(bob, tool, "not_found", **{key: foreign}, **args)

@@ -68,28 +68,31 @@ def test_life_007_restore_snapshot_and_review_through_mcp(service: MemoryService
     async def main() -> None:
         async with Client(_server(service, caller)) as client:
             r = await client.call_tool("memory_restore", {"memory_id": m.id, "version": 1})
+            assert r.is_error and _text(r).startswith("invalid_request: ")  # LIFE-2: name it
+            r = await client.call_tool(
+                "memory_restore", {"memory_id": m.id, "version": 1, "expected_version": 2}
+            )
             assert not r.is_error and r.structured_content["relation"] == "restores"
             assert "Elm Street" in _text(r) and "<memory>" in _text(r)
             r = await client.call_tool("memory_snapshot", {"ids": [m.id], "label": "run 1"})
             snap = r.structured_content["snapshot_id"]
             r = await client.call_tool("memory_snapshot_resolve", {"snapshot_id": snap})
             assert r.structured_content["members"][0]["memory"]["version"] == 3
-            r = await client.call_tool(
-                "review_decide",
-                {"memory_id": candidate.id, "decision": "activate", "reason": "mine"},
-            )
+            decide = {"memory_id": candidate.id, "decision": "activate", "expected_version": 1}
+            r = await client.call_tool("review_decide", {**decide, "reason": "mine"})
             assert r.is_error and _text(r).startswith("review_required: ")
-            r = await client.call_tool("memory_restore", {"memory_id": m.id, "version": 9})
+            r = await client.call_tool(
+                "memory_restore", {"memory_id": m.id, "version": 9, "expected_version": 3}
+            )
             assert r.is_error and _text(r).startswith("not_found: ")
             caller[0] = REVIEWER
             r = await client.call_tool("review_queue", {})
             assert [x["id"] for x in r.structured_content["items"]] == [candidate.id]
-            r = await client.call_tool(
-                "review_decide",
-                {"memory_id": candidate.id, "decision": "activate", "reason": "confirmed"},
-            )
+            r = await client.call_tool("review_decide", {**decide, "reason": "confirmed"})
             assert r.structured_content["status"] == "active"
-            r = await client.call_tool("memory_refute", {"memory_id": m.id, "reason": "moved"})
+            r = await client.call_tool(
+                "memory_refute", {"memory_id": m.id, "reason": "moved", "expected_version": 3}
+            )
             assert r.structured_content["provenance"]["verdict"] == "refuted"
             caller[0] = ALICE
             r = await client.call_tool("memory_snapshot_resolve", {"snapshot_id": snap})

@@ -1,6 +1,7 @@
 """Property-based requests generated from the served OpenAPI document (SAFE-5, API-2): no input
-yields a 500, and every response matches the documented schema. The example count is bounded so
-`make test` stays fast."""
+yields a 500, and every response matches the documented schema. The example count is bounded and
+the seed fixed (derandomized) so `make test` stays fast and repeatable; hostile input (lone
+surrogates, NUL, deep JSON, huge numbers) on every route and MCP tool is test_fuzz_hostile.py."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ CHECKS = [
 
 
 @schema.parametrize()
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 def test_safe_005_no_input_breaks_the_api(case: schemathesis.Case) -> None:
     case.call_and_validate(checks=CHECKS)

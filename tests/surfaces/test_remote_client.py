@@ -37,7 +37,7 @@ from quipu.errors import (
 )
 from quipu.guard import Guard
 from quipu.memories import MemoryService
-from quipu.remote import Client, MemoryClient, error_from_response, memory_from_dict
+from quipu.remote import Client, MemoryClient, Retry, error_from_response, memory_from_dict
 from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver
@@ -104,21 +104,71 @@ def _operations(protocol: type) -> list[str]:
 
 
 # -- one interface -----------------------------------------------------------------------------
+#: Operations of the HTTP clients only: a service key acting for one subject (issue 27).
+HTTP_ONLY = {"for_subject"}
+
+
 def test_api_006_client_and_quipu_expose_the_same_operations() -> None:
+    """Issue 27: every operation of the embedded client (sessions, jobs, export included), with
+    one typed signature shared by the interface, ``Quipu`` and ``Client``."""
     shared = _operations(MemoryClient)
     assert {"remember", "recall", "get", "list", "history", "revise", "supersede", "forget"} <= set(
         shared
     )
+    assert {"session", "get_job", "list_jobs", "export"} <= set(shared)
     client_ops = {n for n, m in vars(Client).items() if not n.startswith("_") and callable(m)}
-    assert client_ops == set(shared)
+    assert client_ops == set(shared) | HTTP_ONLY
     for name in shared:
-        assert callable(getattr(quipu.Quipu, name)), name
-        # The HTTP client spells out exactly the interface's signature ...
-        assert inspect.signature(getattr(Client, name)) == inspect.signature(
-            getattr(MemoryClient, name)
-        ), name
+        # Both clients spell out exactly the interface's signature, names, kinds and defaults.
+        wanted = inspect.signature(getattr(MemoryClient, name))
+        for cls in (Client, quipu.Quipu):
+            ours = inspect.signature(getattr(cls, name))
+            if name == "session":  # each returns its own SessionClient
+                ours = ours.replace(return_annotation=wanted.return_annotation)
+            assert ours == wanted, (cls, name)
     for cls in (Client, quipu.Quipu):
         assert hasattr(cls, "__enter__") and hasattr(cls, "__exit__")
+
+
+def test_api_006_no_public_method_takes_untyped_options() -> None:
+    """Issue 27: no ``**options: Any`` on a public method of any client or session."""
+    from quipu.async_client import AsyncClient, AsyncRemoteSession
+    from quipu.embedded import Session
+    from quipu.remote import RemoteSession
+
+    for cls in (quipu.Quipu, Client, AsyncClient, Session, RemoteSession, AsyncRemoteSession):
+        for name, member in vars(cls).items():
+            if name.startswith("_") or not inspect.isfunction(member):
+                continue
+            kinds = {p.kind for p in inspect.signature(member).parameters.values()}
+            assert inspect.Parameter.VAR_KEYWORD not in kinds, (cls, name)
+            assert inspect.Parameter.VAR_POSITIONAL not in kinds, (cls, name)
+            hints = typing.get_type_hints(member)
+            assert "return" in hints, (cls, name)
+
+
+def test_api_006_sessions_share_one_signature() -> None:
+    from quipu.async_client import AsyncRemoteSession
+    from quipu.embedded import Session
+    from quipu.remote import RemoteSession, SessionClient
+
+    for name in _operations(SessionClient):
+        wanted = inspect.signature(getattr(SessionClient, name))
+        for cls in (Session, RemoteSession, AsyncRemoteSession):
+            assert inspect.signature(getattr(cls, name)) == wanted, (cls, name)
+
+
+def test_api_006_async_client_has_the_same_methods_awaited() -> None:
+    from quipu.async_client import AsyncClient
+
+    for name in _operations(MemoryClient):
+        member = getattr(AsyncClient, name)
+        ours, theirs = inspect.signature(member), inspect.signature(getattr(Client, name))
+        assert list(ours.parameters.values()) == list(theirs.parameters.values()), name
+        if name != "session":  # the session handle is made at once; its methods are awaited
+            assert inspect.iscoroutinefunction(member), name
+    ours, theirs = inspect.signature(AsyncClient.for_subject), inspect.signature(Client.for_subject)
+    assert ours.parameters == theirs.parameters
 
 
 @pytest.mark.parametrize(
@@ -150,7 +200,7 @@ def test_api_006_every_client_option_is_one_the_embedded_client_accepts(
 
 
 def test_api_006_return_annotations_match_the_embedded_client() -> None:
-    for name in _operations(MemoryClient):
+    for name in set(_operations(MemoryClient)) - {"session"}:
         ours = typing.get_type_hints(getattr(Client, name))["return"]
         theirs = typing.get_type_hints(getattr(quipu.Quipu, name))["return"]
         assert ours == theirs, name
@@ -193,9 +243,9 @@ def test_api_006_same_calls_give_the_same_types(remote: Remote, embedded: quipu.
         )
         assert type(revised) is MemoryVersion and revised.version == 2
         newer = client.remember("Dana now flies business class", scope="user")
-        old = client.supersede(memory.id, newer.id, reason="upgrade")
+        old = client.supersede(memory.id, newer.id, reason="upgrade", expected_version=2)
         assert old.status.value == "superseded" and old.related_id == newer.id
-        archived = client.set_status(newer.id, "archived", reason="trip over")
+        archived = client.set_status(newer.id, "archived", reason="trip over", expected_version=1)
         assert archived.status.value == "archived"
         forgotten = client.forget(newer.id, reason="asked to")
         assert forgotten.status.value == "unavailable"
@@ -239,10 +289,15 @@ CASES: list[tuple[str, Callable[[MemoryClient, str], object], type[QuipuError], 
         "secret_detected",
     ),
     ("stale", lambda c, m: c.revise(m, "y", expected_version=7), Conflict, "version_conflict"),
-    ("self", lambda c, m: c.supersede(m, m), InvalidInput, "invalid_supersede"),
+    (
+        "self",
+        lambda c, m: c.supersede(m, m, expected_version=1),
+        InvalidInput,
+        "invalid_supersede",
+    ),
     (
         "illegal move",
-        lambda c, m: c.set_status(m, "candidate"),
+        lambda c, m: c.set_status(m, "candidate", expected_version=1),
         Conflict,
         "illegal_transition",
     ),
@@ -296,7 +351,7 @@ def test_api_006_an_unreachable_server_is_transient() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with (
-        Client(f"http://127.0.0.1:{port}", timeout=2) as client,
+        Client(f"http://127.0.0.1:{port}", timeout=2, retry=Retry(attempts=0)) as client,
         pytest.raises(Unavailable) as raised,
     ):
         client.recall("anything")

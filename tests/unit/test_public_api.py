@@ -3,6 +3,7 @@
 import quipu
 
 EXPECTED = [
+    "AsyncClient",
     "Client",
     "Conflict",
     "EmbeddingUnavailable",
@@ -12,6 +13,7 @@ EXPECTED = [
     "InvalidInput",
     "Kind",
     "LimitExceeded",
+    "MemoryClient",
     "MemoryVersion",
     "NotFound",
     "Page",
@@ -23,6 +25,7 @@ EXPECTED = [
     "Role",
     "Scope",
     "SecretDetected",
+    "SessionClient",
     "Settings",
     "Source",
     "Status",

@@ -149,7 +149,7 @@ def ingest(
     texts = [sentence(rng) for _ in range(n)]
     started = time.perf_counter()
     for i, text in enumerate(texts, start=1):
-        mem.remember(text, scope="agent", defer_embedding=defer_embedding)
+        mem.service.remember(mem.principal, text, scope="agent", defer_embedding=defer_embedding)
         if progress is not None and i % 100 == 0:
             progress(i)
     elapsed = time.perf_counter() - started

@@ -302,8 +302,7 @@ def _searcher(mem: Quipu, turns_of: Mapping[str, list[str]], k: int) -> Search:
     """The sealed search path of one conversation: a query in, turn ids out."""
 
     def search(query: SealedQuery) -> list[str]:
-        options = {} if query.as_of is None else {"as_of": query.as_of}
-        result = mem.recall(query.text, scope=SCOPE, k=k, **options)
+        result = mem.recall(query.text, scope=SCOPE, k=k, as_of=query.as_of)
         ranked: list[str] = []
         for hit in result.results:
             ranked.extend(turns_of.get(hit.memory.id, ()))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from quipu.core import validate
 from quipu.core.governance import (
     ERASE_GRANT,
     Erasure,
@@ -20,7 +21,7 @@ from quipu.core.records import (
 )
 from quipu.core.scopes import is_reviewer
 from quipu.core.text import embedding_key
-from quipu.errors import Forbidden, InvalidInput
+from quipu.errors import Forbidden, InvalidInput, PreconditionRequired
 from quipu.guard import not_found, reason
 from quipu.jobs.queue import JobQueue
 from quipu.memories import MemoryService
@@ -63,6 +64,24 @@ class GovernanceBase:
         self.guard = memory.guard
         self.queue = queue
         self._clock = clock or (lambda: datetime.now(UTC))
+
+    def version_named(
+        self, principal: Principal, memory_id: object, expected: int | None, *, tenant_wide: bool
+    ) -> None:
+        """LIFE-2 over HTTP and MCP: a change names the version it replaces. Without one, 428
+        ``expected_version_required``, after the checks a call would make first: a reviewer
+        for tenant-wide acts (403), then a missing or foreign id (404, SCOPE-7)."""
+        if expected is not None:
+            return
+        if tenant_wide:
+            need_reviewer(principal)
+            self._locate(principal, validate.identifier(memory_id, field="id"))
+        else:
+            self.guard.authorise(principal, memory_id, None, write=True)
+        raise PreconditionRequired(
+            "name the version you replace: expected_version (the version you read)",
+            details={"field": "expected_version"},
+        )
 
     # -- helpers -----------------------------------------------------------------------------
     def _locate(self, principal: Principal, ident: str) -> ScopeRef:

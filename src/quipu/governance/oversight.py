@@ -111,7 +111,8 @@ class Overseeing(GovernanceBase):
         size = self.guard.page_size(limit)
         before = None
         if cursor is not None:
-            if not cursor.isdigit() or len(cursor) > 19:
+            # ASCII digits that fit a 64-bit sequence number (issue 20 defect 9).
+            if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:
                 raise InvalidInput(
                     "the cursor is not one this server issued", code="invalid_cursor"
                 )

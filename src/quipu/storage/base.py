@@ -96,11 +96,18 @@ class Store(Protocol):
         """
 
     def supersede(
-        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+        self,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
         """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``) and give ``new_id`` a
         version with relation ``supersedes`` naming ``old_id`` (MEM-3), in one transaction;
-        returns the old's new version."""
+        returns the old's new version. With ``expected_version``, a newer current version of
+        ``old_id`` is a 409 (LIFE-2)."""
 
     def merge(
         self,

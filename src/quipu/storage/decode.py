@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 log = logging.getLogger("quipu.storage")
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -60,7 +63,7 @@ def decode_rows(decode: Callable[[R], T], rows: Iterable[R], key: Callable[[R], 
 
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
         return {_scrub(k): _scrub(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -382,7 +382,13 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
             )  # fmt: skip
 
     def supersede(
-        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+        self,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
         admit(change)
         number = self._tenant_number(ref.tenant_id)
@@ -397,7 +403,9 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
                 related_id=new_id,
                 relation=Relation.SUPERSEDED_BY,
             )
-            done = self._append(conn, number, ref, old_id, old, None, None, None, now, 2**62)
+            done = self._append(
+                conn, number, ref, old_id, old, expected_version, None, None, now, 2**62
+            )
             stamp = Change(
                 actor=change.actor,
                 relation=Relation.SUPERSEDES,
@@ -731,9 +739,15 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
         return {key: -float(distance) for key, distance in rows}
 
     def storage_bytes(self) -> int:
-        """The whole database, indexes and TOAST included."""
+        """The store's own tables in its schema, indexes and TOAST included. (Not the whole
+        database: another schema's dropped tables leave its files until a checkpoint, so
+        ``pg_database_size`` can shrink while this store grows.)"""
         with self._conn() as conn:
-            row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+            row = conn.execute(
+                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm', 'p')"
+            ).fetchone()
         return 0 if row is None else int(row[0])
 
     def export_versions(

@@ -245,13 +245,19 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
             )
 
     def supersede(
-        self, ref: ScopeRef, old_id: str, new_id: str, change: Change, now: datetime
+        self,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
         admit(change)
         with self._tx() as c:
             if self._current_row(c, ref, new_id) is None:
                 raise NotFound(f"no memory {new_id}", details={"id": new_id})
-            return self._supersede(c, ref, old_id, new_id, change, now)
+            return self._supersede(c, ref, old_id, new_id, change, now, expected_version)
 
     def _supersede(
         self,
@@ -261,6 +267,7 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
         new_id: str,
         change: Change,
         now: datetime,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
         """``old_id`` superseded by ``new_id``, and ``new_id`` stamped ``supersedes`` (MEM-3)."""
         old = replace(
@@ -270,7 +277,7 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
             related_id=new_id,
             relation=Relation.SUPERSEDED_BY,
         )
-        done = self._append(c, ref, old_id, old, None, None, None, now, 2**62)
+        done = self._append(c, ref, old_id, old, expected_version, None, None, now, 2**62)
         stamp = Change(
             actor=change.actor,
             relation=Relation.SUPERSEDES,

@@ -123,6 +123,7 @@ def serve(
     import uvicorn
 
     from quipu.composition import hand_to_workers, serve_settings
+    from quipu.surfaces.http.logs import configure_logging
     from quipu.surfaces.http.server import WORKER_FACTORY, build_server
 
     settings = serve_settings(
@@ -135,6 +136,7 @@ def serve(
             "as the local principal; bind 127.0.0.1, or start with --auth (API keys required)"
         )
         raise typer.Exit(2)
+    logging_config = configure_logging(settings.log_level)
     try:
         api, runtime = build_server(settings)
     except QuipuError as exc:
@@ -173,7 +175,7 @@ def serve(
     if settings.worker_embedded:
         runtime.worker.start()
     try:
-        uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level)
+        uvicorn.run(api, host=settings.host, port=settings.port, log_config=logging_config)
     finally:
         runtime.close()
 
@@ -191,9 +193,11 @@ def _is_loopback(host: str) -> bool:
 def mcp_(db: Db = None, config: Config = None) -> None:
     """Run the MCP server over stdio for a local agent, as the trusted local principal."""
     from quipu.composition import build_runtime
+    from quipu.surfaces.http.logs import configure_logging
     from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 
     settings = _settings(db, config)
+    configure_logging(settings.log_level)  # stderr, never Rich; stdout is the protocol
     try:
         service = build_service(settings)
         runtime = build_runtime(settings, service)
@@ -422,10 +426,18 @@ def supersede(
     db: Db = None,
     config: Config = None,
     reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    expected_version: Annotated[
+        int | None,
+        typer.Option(help="The version of OLD_ID you read (required against a server)."),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Mark OLD_ID superseded by NEW_ID."""
-    memory = _memories(db, config, lambda m: m.supersede(old_id, new_id, reason=reason))
+    memory = _memories(
+        db,
+        config,
+        lambda m: m.supersede(old_id, new_id, reason=reason, expected_version=expected_version),
+    )
     _print(memory.to_dict(), as_json, lambda d: console.print(f"{d['id']} superseded"))
 
 

@@ -4,7 +4,7 @@ worker thread pool, and they call the one synchronous service."""
 from __future__ import annotations
 
 from fastapi import FastAPI
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from quipu.auth.access import Access
 from quipu.governance import GovernanceService
@@ -12,9 +12,26 @@ from quipu.memories import MemoryService
 from quipu.runtime import Runtime
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
-from quipu.surfaces.http.routers import admin, governance, health, memories, recall, sessions
+from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.guard import RequestGuard
+from quipu.surfaces.http.routers import (
+    admin,
+    governance,
+    health,
+    memories,
+    recall,
+    sessions,
+    transfer,
+)
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.version import __version__
+
+
+class QuipuAPI(FastAPI):
+    """FastAPI with :class:`errors.ContainFailures` outside Starlette's own error layer."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return errors.ContainFailures(super().build_middleware_stack())
 
 
 def create_app(
@@ -25,10 +42,13 @@ def create_app(
     access: Access | None = None,
     runtime: Runtime | None = None,
 ) -> FastAPI:
-    app = FastAPI(
+    """The HTTP API. ``resolve_principal`` turns a request's headers into its principal; the
+    guard (:class:`RequestGuard`) calls it for every ``/v1`` request before the body is read."""
+    app = QuipuAPI(
         title="Quipu",
         version=__version__,
         description="Memory for AI agents: versioned, bi-temporal, tenant-isolated, hybrid recall.",
+        default_response_class=SafeJSONResponse,
     )
     app.state.service = service
     app.state.resolve_principal = resolve_principal
@@ -37,32 +57,9 @@ def create_app(
     app.state.governance = runtime.governance if runtime else GovernanceService(service)
     errors.install(app)
 
-    app.add_middleware(BodyCap, limit=max_body_bytes)
+    app.add_middleware(RequestGuard, limit=max_body_bytes, resolver=resolve_principal)
     app.include_router(health.router)
-    for router in (memories.router, recall.router, sessions.router, admin.router):
+    for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     app.include_router(governance.router, responses=ERROR_RESPONSES)
     return app
-
-
-class BodyCap:
-    """413 ``payload_too_large`` for a declared body over ``limit`` bytes, before any of it is
-    read. Plain ASGI: Starlette's ``BaseHTTPMiddleware`` (``@app.middleware``) costs a task
-    group and stream wrappers on every request."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            for name, value in scope["headers"]:
-                if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
-                    response = errors.envelope(
-                        413,
-                        "payload_too_large",
-                        f"request bodies are limited to {self.limit} bytes",
-                    )
-                    await response(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)

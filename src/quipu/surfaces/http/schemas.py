@@ -61,7 +61,9 @@ class RecallBody(FilterFields):
 class PatchBody(Body):
     text: str | None = Field(None, description="New text: writes a revised version.")
     status: str | None = Field(None, description="New status: moves the lifecycle (LIFE-1).")
-    expected_version: int | None = Field(None, description="The version you expect to replace.")
+    expected_version: int | None = Field(
+        None, description="The version you read and replace (required: 428 without, LIFE-2)."
+    )
     reason: str | None = None
     valid_at: datetime | None = None
 
@@ -69,6 +71,14 @@ class PatchBody(Body):
 class SupersedeBody(Body):
     new_id: str
     reason: str | None = None
+    expected_version: int | None = Field(
+        None, description="The version of the old memory you read (required: 428 without)."
+    )
+
+
+class ForgetBody(Body):
+    reason: str | None = Field(None, description="Why; kept in history, never in a URL.")
+    expected_version: int | None = Field(None, description="The version you read (optional).")
 
 
 class ErrorDetail(BaseModel):
@@ -91,6 +101,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         404: "Not found (foreign ids look exactly like missing ones)",
         409: "Version conflict or illegal lifecycle move",
         413: "Request body too large",
+        428: "A change must name the version it replaces (expected_version, LIFE-2)",
         422: "Invalid input; the code says which",
         429: "Quota or rate limit; Retry-After tells when to retry",
         503: "A dependency is unavailable; retry later",

@@ -22,6 +22,7 @@ from quipu.runtime import Runtime
 from quipu.settings import Settings
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import bearer_resolver, local_resolver
+from quipu.surfaces.http.logs import configure_logging
 from quipu.surfaces.mcp import LOOPBACK_HOSTS, mount_mcp
 
 #: The uvicorn factory of each `quipu serve --workers N` process (:func:`app_from_environment`).
@@ -82,6 +83,7 @@ def app_from_environment() -> FastAPI:
     runs its own job worker thread when ``worker_embedded`` is on: jobs are leased in the
     store, so several workers never run the same job twice."""
     settings = handed_settings()
+    configure_logging(settings.log_level)  # before the MCP server can reach for Rich
     app, runtime = build_server(settings)
     if settings.worker_embedded:
         runtime.worker.start()

@@ -24,6 +24,8 @@ from typing import Any
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
+from quipu.surfaces.http.logs import log_config
+
 #: How long a worker leaves the shared socket to its siblings after accepting a connection.
 ACCEPT_PAUSE_S = 0.0005
 
@@ -69,6 +71,10 @@ def _listening(sock: socket.socket, server: Any) -> bool:
     return sock.fileno() >= 0 and (server is None or server.is_serving())
 
 
+#: How long a worker may take to answer the supervisor before it is deemed hung and replaced.
+WORKER_HEALTHCHECK_SECONDS = 60
+
+
 def run_workers(factory: str, *, workers: int, host: str, port: int, log_level: str) -> None:
     """Serve the app ``factory`` (``module:function``) from ``workers`` processes; returns
     when the supervisor stops (SIGINT/SIGTERM)."""
@@ -78,7 +84,11 @@ def run_workers(factory: str, *, workers: int, host: str, port: int, log_level: 
         workers=workers,
         host=host,
         port=port,
-        log_level=log_level,
+        log_config=log_config(log_level),
+        # A worker answers the supervisor's pings from a thread that competes with loading the
+        # model and the app; on a busy machine 5 s (uvicorn's default) killed healthy workers
+        # mid-start ("Child process died", no reason logged).
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
         loop=f"{__name__}:SharedAcceptLoop",
     )
     Multiprocess(config, sockets=[listening_socket(config)]).run()

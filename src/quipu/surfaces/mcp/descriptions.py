@@ -161,7 +161,10 @@ MIN_CONFIDENCE = "Only memories at least this confident, 0 to 1."
 LIMIT = "Page size (default {default_list}, at most {max_page})."
 CURSOR = "next_cursor from the previous page; omit for the first page."
 MEMORY_ID = "The memory's id (from remember, recall or list)."
-EXPECTED_VERSION = "The version you read; a newer one makes this fail with version_conflict."
+EXPECTED_VERSION = (
+    "The version you read (memory_get or memory_history), required: a newer current version"
+    " makes this fail with version_conflict, so you never overwrite a change you did not see."
+)
 REASON = "Why, in a few words; kept in history."
 REVISE_TEXT = "The corrected or updated text, replacing the current text."
 OLD_ID = "The memory that is replaced."

@@ -58,6 +58,10 @@ REFUTE = """\
 For keys with the review grant: refute a memory, with a reason. It leaves recall and list
 (history keeps it), stamped with your key and the time."""
 REASON = "Why (required for reviews and judgements; kept in the audit log)."
+EXPECTED = (
+    "The memory's current version, as you read it (memory_get or memory_history): the change "
+    "applies only if nobody changed it since (version_conflict otherwise)."
+)
 
 
 def governance_tools(server: MCPServer, governance: GovernanceService, call: Call) -> None:
@@ -72,9 +76,9 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
     def memory_restore(
         memory_id: Annotated[str, Field(description=memory_id_help)],
         version: Annotated[int, Field(description="The version whose content comes back.")],
+        expected_version: Annotated[int, Field(description=EXPECTED, ge=1)],
         ctx: Context,
         reason: Annotated[str | None, Field(description="Why.")] = None,
-        expected_version: Annotated[int | None, Field(description="The current version.")] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
@@ -90,12 +94,17 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
     def memory_merge(
         ids: Annotated[list[str], Field(description="2-20 memory ids; the first survives.")],
         text: Annotated[str, Field(description="The merged statement.")],
+        expected_version: Annotated[
+            int, Field(description="The first (surviving) memory's current version.", ge=1)
+        ],
         ctx: Context,
         reason: Annotated[str | None, Field(description="Why.")] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
-            lambda who: governance.merge(who, ids, text, reason=reason).to_dict(),
+            lambda who: governance.merge(
+                who, ids, text, reason=reason, expected_version=expected_version
+            ).to_dict(),
             render.memory_text,
         )
 
@@ -158,8 +167,8 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
         memory_id: Annotated[str, Field(description=memory_id_help)],
         decision: Annotated[Literal["activate", "reject"], Field(description="The decision.")],
         reason: Annotated[str, Field(description=REASON)],
+        expected_version: Annotated[int, Field(description=EXPECTED, ge=1)],
         ctx: Context,
-        expected_version: Annotated[int | None, Field(description="The version reviewed.")] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
@@ -175,11 +184,14 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
     def memory_affirm(
         memory_id: Annotated[str, Field(description=memory_id_help)],
         reason: Annotated[str, Field(description=REASON)],
+        expected_version: Annotated[int, Field(description=EXPECTED, ge=1)],
         ctx: Context,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
-            lambda who: governance.affirm(who, memory_id, reason=reason).to_dict(),
+            lambda who: governance.affirm(
+                who, memory_id, reason=reason, expected_version=expected_version
+            ).to_dict(),
             render.memory_text,
         )
 
@@ -189,10 +201,13 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
     def memory_refute(
         memory_id: Annotated[str, Field(description=memory_id_help)],
         reason: Annotated[str, Field(description=REASON)],
+        expected_version: Annotated[int, Field(description=EXPECTED, ge=1)],
         ctx: Context,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
-            lambda who: governance.refute(who, memory_id, reason=reason).to_dict(),
+            lambda who: governance.refute(
+                who, memory_id, reason=reason, expected_version=expected_version
+            ).to_dict(),
             render.memory_text,
         )

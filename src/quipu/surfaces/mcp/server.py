@@ -12,24 +12,31 @@ evaluated where the tools are defined.
 """
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from quipu.core.records import MemoryVersion, Principal
-from quipu.errors import LimitExceeded, QuipuError
+from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.governance import GovernanceService
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
+from quipu.surfaces.http.encoding import json_safe
+from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.governance import governance_tools
+from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
+
+log = logging.getLogger("quipu.mcp")
 
 #: Resolves the principal of one tool call from its MCP request context.
 PrincipalForRequest = Callable[[Context], Principal]
@@ -73,6 +80,40 @@ class HistoryOutput(TypedDict):
     versions: list[dict[str, Any]]
 
 
+class QuipuMCPServer(MCPServer):
+    """The SDK's server, with every failed call answered in the error envelope and over stdio
+    :func:`serve_stdio` as the transport (it answers every line)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        """Arguments that fail the tool's input schema: ``invalid_request`` with the fields,
+        as over HTTP. A crash: ``internal_error``, logged as a bounded summary (the SDK would
+        log the full traceback and answer an uncoded text)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            log.error("tool %s failed: %s", name, summarize(exc.__cause__ or exc))
+            return _failure(QuipuError("the server failed; the error was logged"))
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                return _failure(InvalidInput(str(exc), code="invalid_request"))
+            problems = [
+                {"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]}
+                for e in exc.__cause__.errors(include_input=False, include_url=False)
+            ]
+            return _failure(
+                InvalidInput(
+                    f"the arguments do not match the input schema of {name}",
+                    code="invalid_request",
+                    details={"problems": problems},
+                )
+            )
+
+    async def run_stdio_async(self) -> None:
+        await serve_stdio(self)
+
+
 def fixed_principal(principal: Principal) -> PrincipalForRequest:
     """Every call acts as ``principal``: the trusted local principal of ``quipu mcp``."""
 
@@ -92,7 +133,7 @@ def create_mcp_server(
     governance: GovernanceService | None = None,
 ) -> MCPServer:
     """An MCP server exposing the memory tools; run it over stdio or mount it over HTTP."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = QuipuMCPServer(
         name,
         title="Quipu memory",
         instructions=d.INSTRUCTIONS,
@@ -258,8 +299,8 @@ def create_mcp_server(
     def memory_revise(
         memory_id: Annotated[str, Field(description=d.MEMORY_ID)],
         text: Annotated[str, Field(description=d.REVISE_TEXT)],
+        expected_version: Annotated[int, Field(description=d.EXPECTED_VERSION, ge=1)],
         ctx: Context,
-        expected_version: Annotated[int | None, Field(description=d.EXPECTED_VERSION)] = None,
         reason: Annotated[str | None, Field(description=d.REASON)] = None,
         valid_at: Annotated[str | None, Field(description=d.VALID_AT)] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
@@ -289,11 +330,15 @@ def create_mcp_server(
     def memory_supersede(
         old_id: Annotated[str, Field(description=d.OLD_ID)],
         new_id: Annotated[str, Field(description=d.NEW_ID)],
+        expected_version: Annotated[int, Field(description=d.EXPECTED_VERSION, ge=1)],
         ctx: Context,
         reason: Annotated[str | None, Field(description=d.REASON)] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
-            ctx, lambda who: service.supersede(who, old_id, new_id, reason=reason).to_dict()
+            ctx,
+            lambda who: service.supersede(
+                who, old_id, new_id, reason=reason, expected_version=expected_version
+            ).to_dict(),
         )
 
     @server.tool(
@@ -398,11 +443,28 @@ def _dicts(memories: list[MemoryVersion]) -> list[dict[str, Any]]:
 def _success(data: Any, render_text: Callable[[Any], str] | None = None) -> CallToolResult:
     """The result dict as structured content, and as text for the model: the same JSON, or
     for memories a defanged data block (SAFE-2)."""
+    data, text = _encodable(data)
     if render_text is not None:
         text = render_text(data)
-    else:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _encodable(data: Any) -> tuple[Any, str]:
+    """``data`` and its JSON text, both safe to send: a stored lone surrogate (or a value JSON
+    cannot carry) would make the SDK fail to write the answer, and a stdio client would wait
+    forever (issue 20). Such values are replaced, with a warning (see :func:`json_safe`)."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text.encode("utf-8")
+    except (UnicodeEncodeError, ValueError, RecursionError, TypeError) as exc:
+        log.warning(
+            "a tool result held a value JSON cannot carry (%s); lone surrogates were replaced "
+            "by U+FFFD, non-finite numbers by null and deep nesting cut",
+            type(exc).__name__,
+        )
+        data = json_safe(data)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return data, text
 
 
 def _failure(exc: QuipuError) -> CallToolResult:
@@ -410,10 +472,11 @@ def _failure(exc: QuipuError) -> CallToolResult:
     envelope = exc.to_dict()
     if isinstance(exc, LimitExceeded) and exc.retry_after is not None:
         envelope["error"]["details"] = {**exc.details, "retry_after": exc.retry_after}
-    text = f"{exc.code}: {exc.message}"
+    envelope, _ = _encodable(json_safe(envelope))
+    text = f"{exc.code}: {envelope['error']['message']}"
     details = envelope["error"]["details"]
     if details:
-        text += " " + json.dumps(details, ensure_ascii=False, default=str)
+        text += " " + json.dumps(details, ensure_ascii=False)
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=envelope, is_error=True
     )

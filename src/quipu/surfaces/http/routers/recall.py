@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
 
 from quipu.core.records import Principal
 from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import principal, service
+from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.schemas import RecallBody
 
 router = APIRouter(prefix="/v1", tags=["recall"])
@@ -24,20 +24,20 @@ async def recall(
     request: Request,
     svc: Annotated[MemoryService, Depends(service)],
     who: Annotated[Principal, Depends(principal)],
-) -> JSONResponse:
+) -> SafeJSONResponse:
     """The service's recall in a worker thread, as FastAPI would run a plain function, but
     behind its own limiter of ``recall_concurrency`` threads: requests beyond it wait on the
     event loop instead of in threads parked on the service's semaphore, which cost every
     request more interpreter-lock handoffs (2 cores, `--workers 2`, c=8: p95 38-51 -> 33-42
     ms, docs/benchmarks.md)."""
 
-    def run() -> JSONResponse:
+    def run() -> SafeJSONResponse:
         result = svc.recall(
             who, body.query, scope=body.scope, k=body.k, planes=body.planes, **body.filters()
         )
         # The hottest route: its dict is JSON-ready (RecallResult.to_dict), so it is encoded
         # once here instead of walked again by FastAPI's jsonable_encoder (~0.6 ms).
-        return JSONResponse(result.to_dict())
+        return SafeJSONResponse(result.to_dict())
 
     return await anyio.to_thread.run_sync(run, limiter=_recall_limiter(request, svc))
 

@@ -6,18 +6,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request
 
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
 from quipu.core.records import Principal, Role
 from quipu.errors import Forbidden, NotFound
+from quipu.jobs.visibility import job_view, visible_job
 from quipu.runtime import Runtime
 from quipu.surfaces.http.deps import principal
+from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 Who = Annotated[Principal, Depends(principal)]
+Json = dict[str, Any]
 
 
 def runtime(request: Request) -> Runtime:
@@ -37,8 +40,13 @@ class TurnBody(Body):
     expires_at: datetime | None = None
 
 
-@router.post("/sessions/{session_id}/turns", status_code=201, summary="Append a session turn")
-def append_turn(session_id: str, body: TurnBody, rt: Rt, who: Who) -> dict[str, Any]:
+@router.post(
+    "/sessions/{session_id}/turns",
+    status_code=201,
+    response_model=Json,
+    summary="Append a session turn",
+)
+def append_turn(session_id: str, body: TurnBody, rt: Rt, who: Who) -> SafeJSONResponse:
     turn = rt.sessions.append(
         who,
         session_id,
@@ -47,27 +55,34 @@ def append_turn(session_id: str, body: TurnBody, rt: Rt, who: Who) -> dict[str, 
         metadata=body.metadata,
         expires_at=body.expires_at,
     )
-    return turn.to_dict()
+    return SafeJSONResponse(turn.to_dict(), status_code=201)
 
 
-@router.get("/sessions/{session_id}/turns", summary="Read a session's turns in order")
+@router.get(
+    "/sessions/{session_id}/turns", response_model=Json, summary="Read a session's turns in order"
+)
 def session_history(
     session_id: str,
     rt: Rt,
     who: Who,
     after: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int | None, Query(ge=1)] = None,
-) -> dict[str, Any]:
+) -> SafeJSONResponse:
     turns = rt.sessions.history(who, session_id, after=after, limit=limit)
-    return {"turns": [t.to_dict() for t in turns]}
+    return SafeJSONResponse({"turns": [t.to_dict() for t in turns]})
 
 
-@router.post("/sessions/{session_id}/promote", status_code=202, summary="Promote a session")
-def promote(session_id: str, rt: Rt, who: Who, response: Response) -> dict[str, Any]:
+@router.post(
+    "/sessions/{session_id}/promote",
+    status_code=202,
+    response_model=Json,
+    summary="Promote a session",
+)
+def promote(session_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
     job, created = rt.sessions.promote(who, session_id)
-    if not created:
-        response.status_code = 200
-    return {"job": job.to_dict(), "created": created}
+    return SafeJSONResponse(
+        {"job": job_view(who, job), "created": created}, status_code=202 if created else 200
+    )
 
 
 def _admin(who: Principal) -> None:
@@ -75,24 +90,43 @@ def _admin(who: Principal) -> None:
         raise Forbidden("the job queue is for admins", code="forbidden")
 
 
-@router.get("/jobs", summary="List jobs of this tenant (admins)")
+@router.get("/jobs", response_model=Json, summary="List jobs of this tenant (admins)")
 def list_jobs(
     rt: Rt,
     who: Who,
     status: str | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-) -> dict[str, Any]:
+) -> SafeJSONResponse:
     _admin(who)
     wanted = None if status is None else validate.enum(JobStatus, status, field="status")
     jobs = rt.queue.store.list_jobs(who.tenant_id, wanted, limit)
-    return {"items": [j.to_dict() for j in jobs]}
+    return SafeJSONResponse({"items": [j.to_dict() for j in jobs]})
 
 
-@router.post("/jobs/{job_id}/cancel", summary="Cancel a queued or running job (admins)")
-def cancel_job(job_id: str, rt: Rt, who: Who) -> dict[str, Any]:
-    return rt.governance.job_cancel(who, job_id).to_dict()  # admins only; audited (SAFE-4)
+@router.get(
+    "/jobs/{job_id}",
+    response_model=Json,
+    summary="Read a job: the caller's own, or any of the tenant's (admins)",
+)
+def get_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
+    """A non-admin sees its own jobs (the promotions of its sessions) as a handle: id, kind,
+    status, attempts, times, error and result; anyone else's job is 404 like a missing one."""
+    return SafeJSONResponse(job_view(who, visible_job(rt.queue.store, who, job_id)))
 
 
-@router.post("/jobs/{job_id}/retry", summary="Queue a failed or cancelled job again (admins)")
-def retry_job(job_id: str, rt: Rt, who: Who) -> dict[str, Any]:
-    return rt.governance.job_retry(who, job_id).to_dict()  # admins only; audited (SAFE-4)
+@router.post(
+    "/jobs/{job_id}/cancel", response_model=Json, summary="Cancel a queued or running job (admins)"
+)
+def cancel_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
+    # admins only, the tenant's own jobs; audited (SAFE-4)
+    return SafeJSONResponse(rt.governance.job_cancel(who, job_id).to_dict())
+
+
+@router.post(
+    "/jobs/{job_id}/retry",
+    response_model=Json,
+    summary="Queue a failed or cancelled job again (admins)",
+)
+def retry_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
+    # admins only, the tenant's own jobs; audited (SAFE-4)
+    return SafeJSONResponse(rt.governance.job_retry(who, job_id).to_dict())
