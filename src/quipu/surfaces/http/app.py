@@ -7,7 +7,6 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from quipu.auth.access import Access
-from quipu.governance import GovernanceService
 from quipu.memories import MemoryService
 from quipu.runtime import Runtime
 from quipu.surfaces.http import errors
@@ -54,7 +53,7 @@ def create_app(
     app.state.resolve_principal = resolve_principal
     app.state.access = access
     app.state.runtime = runtime
-    app.state.governance = runtime.governance if runtime else GovernanceService(service)
+    app.state.governance = runtime.governance if runtime else None  # built on first use
     errors.install(app)
 
     app.add_middleware(RequestGuard, limit=max_body_bytes, resolver=resolve_principal)

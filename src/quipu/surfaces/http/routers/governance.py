@@ -25,8 +25,11 @@ Who = Annotated[Principal, Depends(principal)]
 
 
 async def governance(request: Request) -> GovernanceService:
-    """Async: it does no I/O (see :func:`quipu.surfaces.http.deps.service`)."""
-    found: GovernanceService = request.app.state.governance
+    """The runtime's governance use cases; an app built without a runtime gets its own over the
+    app's memory service on first use. Async: it does no I/O."""
+    found: GovernanceService | None = request.app.state.governance
+    if found is None:
+        found = request.app.state.governance = GovernanceService(request.app.state.service)
     return found
 
 
