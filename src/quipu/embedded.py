@@ -253,39 +253,92 @@ class Quipu:
     def holds(self, *, include_released: bool = False) -> builtins.list[Hold]:
         return self.governance.holds(self.principal, include_released=include_released)
 
-    def review_queue(self, **options: Any) -> Page:
-        return self.governance.review_queue(self.principal, **options)
+    def review_queue(
+        self, *, status: str | None = None, cursor: str | None = None, limit: int | None = None
+    ) -> Page:
+        """The candidates and quarantined memories awaiting review, newest first."""
+        return self.governance.review_queue(
+            self.principal, status=status, cursor=cursor, limit=limit
+        )
 
     def review(
-        self, memory_id: str, decision: str, *, reason: str, reviewer: str, **options: Any
+        self,
+        memory_id: str,
+        decision: str,
+        *,
+        reason: str,
+        reviewer: str,
+        expected_version: int | None = None,
     ) -> MemoryVersion:
         """Activate or reject a memory under review. Embedded mode has one principal, which
         wrote what its model proposed; ``reviewer`` names the person reviewing, recorded as
         the actor, since a writer never reviews its own candidate (LIFE-5)."""
-        who = self.as_reviewer(reviewer)
-        return self.governance.review(who, memory_id, decision, reason=reason, **options)
+        return self.governance.review(
+            self.as_reviewer(reviewer),
+            memory_id,
+            decision,
+            reason=reason,
+            expected_version=expected_version,
+        )
 
     def affirm(
-        self, memory_id: str, *, reason: str, reviewer: str, **options: Any
+        self, memory_id: str, *, reason: str, reviewer: str, expected_version: int | None = None
     ) -> MemoryVersion:
-        who = self.as_reviewer(reviewer)
-        return self.governance.affirm(who, memory_id, reason=reason, **options)
+        return self.governance.affirm(
+            self.as_reviewer(reviewer), memory_id, reason=reason, expected_version=expected_version
+        )
 
     def refute(
-        self, memory_id: str, *, reason: str, reviewer: str, **options: Any
+        self, memory_id: str, *, reason: str, reviewer: str, expected_version: int | None = None
     ) -> MemoryVersion:
-        who = self.as_reviewer(reviewer)
-        return self.governance.refute(who, memory_id, reason=reason, **options)
+        return self.governance.refute(
+            self.as_reviewer(reviewer), memory_id, reason=reason, expected_version=expected_version
+        )
 
-    def restore(self, memory_id: str, version: int, **options: Any) -> MemoryVersion:
-        return self.governance.restore(self.principal, memory_id, version, **options)
+    def restore(
+        self,
+        memory_id: str,
+        version: int,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """Write ``version``'s content as the memory's new version (relation ``restores``)."""
+        return self.governance.restore(
+            self.principal, memory_id, version, reason=reason, expected_version=expected_version
+        )
 
-    def merge(self, memory_ids: builtins.list[str], text: str, **options: Any) -> MemoryVersion:
-        return self.governance.merge(self.principal, memory_ids, text, **options)
+    def merge(
+        self,
+        memory_ids: Sequence[str],
+        text: str,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """Merge duplicates of one scope into the first id (relation ``merges``)."""
+        return self.governance.merge(
+            self.principal,
+            list(memory_ids),
+            text,
+            reason=reason,
+            expected_version=expected_version,
+        )
 
-    def snapshot(self, **options: Any) -> Snapshot:
-        """Pin versions for a run: ``ids=[...]`` or ``members=[{"id", "version"}]``."""
-        return self.governance.snapshot_create(self.principal, **options)
+    def snapshot(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        members: Sequence[Mapping[str, Any]] | None = None,
+        label: str | None = None,
+    ) -> Snapshot:
+        """Pin versions for a run: ``ids`` (current versions) or ``members`` ({id, version})."""
+        return self.governance.snapshot_create(
+            self.principal,
+            ids=None if ids is None else list(ids),
+            members=None if members is None else [dict(m) for m in members],
+            label=label,
+        )
 
     def resolve_snapshot(self, snapshot_id: str) -> Resolved:
         return self.governance.snapshot_resolve(self.principal, snapshot_id)
@@ -296,8 +349,10 @@ class Quipu:
     def projects(self) -> builtins.list[Project]:
         return self.governance.projects(self.principal)
 
-    def audit(self, **options: Any) -> tuple[builtins.list[AuditEvent], str | None]:
-        return self.governance.audit(self.principal, **options)
+    def audit(
+        self, *, cursor: str | None = None, limit: int | None = None
+    ) -> tuple[builtins.list[AuditEvent], str | None]:
+        return self.governance.audit(self.principal, cursor=cursor, limit=limit)
 
     def as_reviewer(self, reviewer: str) -> Principal:
         """The local principal acting as the named human reviewer (key ``reviewer:NAME``)."""
