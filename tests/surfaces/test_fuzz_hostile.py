@@ -42,6 +42,7 @@ from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver
 from quipu.surfaces.http.server import build_server
 from quipu.surfaces.mcp import create_mcp_server, fixed_principal
+from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
 from tests.conftest import BACKENDS
 from tests.surfaces.databases import fresh_database
 
@@ -411,6 +412,7 @@ TOOLS = [
     "session_append",
     "session_history",
     "memory_promote",
+    *GOVERNANCE_TOOL_NAMES,  # issue 22
 ]
 TOOL_VALID = {**VALID, "session_id": "s1"}
 

@@ -34,6 +34,9 @@ DISTRIBUTED = (
     "model_budget",
     "sessions",
     "session_owners",
+    "legal_holds",
+    "snapshots",
+    "projects",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

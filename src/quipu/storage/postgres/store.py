@@ -40,7 +40,9 @@ from quipu.storage.decode import decode_row, decode_rows, loads
 from quipu.storage.postgres import bulk
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.filters import filter_where, scope_where
+from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.migrate import migrate
+from quipu.storage.postgres.registry import RegistryTables
 from quipu.storage.postgres.rows import (
     COLUMNS,
     INSERT_SQL,
@@ -69,7 +71,7 @@ _CHUNK = 1000
 _PIN_LOCK = 0x7170696E
 
 
-class PostgresStore(ControlTables, WorkTables):
+class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
     def __init__(
@@ -394,16 +396,24 @@ class PostgresStore(ControlTables, WorkTables):
             _lock_scope(conn, ref)
             if _current_row(conn, ref, new_id) is None:
                 raise NotFound(f"no memory {new_id}", details={"id": new_id})
-            change = replace(
+            old = replace(
                 change,
                 status=Status.SUPERSEDED,
                 invalid_at=now if change.invalid_at in (UNSET, None) else change.invalid_at,
                 related_id=new_id,
                 relation=Relation.SUPERSEDED_BY,
             )
-            return self._append(
-                conn, number, ref, old_id, change, expected_version, None, None, now, 2**62
+            done = self._append(
+                conn, number, ref, old_id, old, expected_version, None, None, now, 2**62
             )
+            stamp = Change(
+                actor=change.actor,
+                relation=Relation.SUPERSEDES,
+                reason=change.reason,
+                related_id=old_id,
+            )  # the replacing memory names what it replaced (MEM-3)
+            self._append(conn, number, ref, new_id, stamp, None, None, None, now, 2**62)
+            return done
 
     def _append(
         self,
