@@ -26,11 +26,13 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
+# The suite runs on SQLite, the throwaway PostgreSQL and a three-node Citus cluster (built from
+# source the first time, ~4-5 min, needs root and apt: docs/scale-out.md, "Testing").
 test: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
-	bash scripts/with-testdb.sh $(BIN)/pytest -q
+	bash scripts/with-citus.sh bash scripts/with-testdb.sh $(BIN)/pytest -q
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
