@@ -20,6 +20,7 @@ from quipu import transfer
 from quipu.core.query import Filters
 from quipu.core.records import Kind, Principal, Scope, ScopeRef, Status
 from quipu.errors import ConfigurationError, LimitExceeded
+from quipu.retrieval.bm25 import TOKENIZER_VERSION
 from quipu.service import Limits, MemoryService
 from quipu.storage.postgres.migrate import available, migrate, pending
 from quipu.storage.postgres.search import SearchPlan, track_terms
@@ -304,6 +305,46 @@ def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistic
     assert len(small[0][0]) == 8 and small[2][0] and not small[4][0] and small[4][1].scanned == 4
     assert len(small[5][0]) == 1  # only the expansion key matches
     store.close()
+
+
+def test_keys_written_by_an_older_tokenizer_are_recomputed_when_opened(
+    schema: str, local_embedder: Any, alice: Principal
+) -> None:
+    """As on SQLite (test_terms_refresh.py): the first store to open a database whose BM25 keys
+    an older tokenizer wrote recomputes every row's keys and each scope's length, under a lock
+    on scope_state (on Citus: a multi-shard UPDATE whose subquery stays on each shard)."""
+    svc = MemoryService(PostgresStore(schema), local_embedder, Limits())
+    svc.remember(alice, "we went hiking near the lake", observed_at="2023-05-08T10:00:00Z")
+    svc.remember(bob_of(alice), "another scope, also near a lake")
+    svc.store.close()
+    with psycopg.connect(schema, autocommit=True) as raw:  # what version 1 stored: no date keys
+        raw.execute("UPDATE memory_versions SET terms = 'went:1 hike:2 near:3 lake:4'")
+        raw.execute("UPDATE memory_versions SET term_count = 4")
+        raw.execute("UPDATE scope_state SET term_total = 1")
+        raw.execute("UPDATE store_meta SET value = '1' WHERE key = 'terms_version'")
+    store = PostgresStore(schema)
+    ref = ScopeRef("t1", Scope.AGENT, "alice")
+    found, _ = store.text_candidates(ref, "in May 2023", Filters(), 10)
+    assert len(found) == 1
+    with psycopg.connect(schema) as raw:
+        terms = raw.execute(
+            "SELECT terms::text FROM memory_versions WHERE owner = 'alice'"
+        ).fetchone()
+        totals = raw.execute(
+            "SELECT s.term_total = (SELECT sum(term_count) FROM memory_versions m"
+            " WHERE m.tenant_id = s.tenant_id AND m.scope = s.scope AND m.owner = s.owner)"
+            " FROM scope_state s"
+        ).fetchall()
+        version = raw.execute(
+            "SELECT value FROM store_meta WHERE key = 'terms_version'"
+        ).fetchone()
+    assert terms is not None and "'may'" in terms[0] and "'2023'" in terms[0]
+    assert totals == [(True,), (True,)] and version == (TOKENIZER_VERSION,)
+    store.close()
+
+
+def bob_of(alice: Principal) -> Principal:
+    return replace(alice, agent_id="bob", key_id="key-bob")
 
 
 # -- migrations and Citus ----------------------------------------------------------------------
