@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
 #: Shards per distributed table in the contract suite's throwaway schemas: every test makes its
 #: own schema, and 32 (Citus's default, what `quipu migrate --citus` gives an operator) costs
@@ -61,13 +61,6 @@ def quipu_migrate_citus(url: str) -> dict[str, Any]:
     assert result.exit_code == 0, result.output
     report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return report
-
-
-def coordinator_of(url: str) -> str:
-    """The coordinator's own URL (database, host, port and user of ``url``, no options)."""
-    parts = conninfo_to_dict(url)
-    parts.pop("options", None)
-    return make_conninfo(**{k: str(v) for k, v in parts.items() if v is not None})
 
 
 class CitusSchemas:
