@@ -335,9 +335,7 @@ def test_keys_written_by_an_older_tokenizer_are_recomputed_when_opened(
             " WHERE m.tenant_id = s.tenant_id AND m.scope = s.scope AND m.owner = s.owner)"
             " FROM scope_state s"
         ).fetchall()
-        version = raw.execute(
-            "SELECT value FROM store_meta WHERE key = 'terms_version'"
-        ).fetchone()
+        version = raw.execute("SELECT value FROM store_meta WHERE key = 'terms_version'").fetchone()
     assert terms is not None and "'may'" in terms[0] and "'2023'" in terms[0]
     assert totals == [(True,), (True,)] and version == (TOKENIZER_VERSION,)
     store.close()
