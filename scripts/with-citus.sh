@@ -23,14 +23,16 @@ die() { say "error: $*"; exit 1; }
 # Citus and pgvector are compiled against PostgreSQL 15's server headers. The cluster script
 # installs its build dependencies only when PostgreSQL itself is missing, so a machine with the
 # server but not the headers (Debian's postgresql-15 without -dev) is completed here first.
-prerequisites() {
+built() {
   local lib share
   lib="$("$PGBIN/pg_config" --pkglibdir 2>/dev/null || true)"
   share="$("$PGBIN/pg_config" --sharedir 2>/dev/null || true)"
-  if [ -n "$lib" ] && [ -f "$lib/citus.so" ] && [ -f "$share/extension/vector--0.8.6.sql" ] \
-    && grep -q "default_version = '13.2-1'" "$share/extension/citus.control" 2>/dev/null; then
-    return 0  # already built
-  fi
+  [ -n "$lib" ] && [ -f "$lib/citus.so" ] && [ -f "$share/extension/vector--0.8.6.sql" ] \
+    && grep -q "default_version = '13.2-1'" "$share/extension/citus.control" 2>/dev/null
+}
+
+prerequisites() {
+  built && return 0
   local pkgs=(postgresql-15 postgresql-server-dev-15 build-essential flex bison liblz4-dev
     libzstd-dev libssl-dev libkrb5-dev libselinux1-dev libxml2-dev libxslt1-dev libpam0g-dev
     libreadline-dev)
@@ -66,8 +68,17 @@ configure_nodes() {  # configure_nodes DIR
 # The background part of a run: prerequisites, build and start, configure; URL into DIR/url.
 if [ "${1:-}" = "--start" ]; then
   dir="${2:?DIR}"
-  prerequisites
-  bash "$cluster" start "$dir" > "$dir/url.tmp"
+  if built; then
+    bash "$cluster" start "$dir" > "$dir/url.tmp"
+  else
+    # Two runs at once (two checkouts) must not apt-get or `make install` over each other:
+    # the first builds, the other waits and finds it built.
+    exec 9> /tmp/quipu-citus-build.lock
+    flock -w 1800 9 || die "another run has been building Citus for 30 minutes"
+    prerequisites
+    bash "$cluster" start "$dir" > "$dir/url.tmp"
+    exec 9>&-
+  fi
   configure_nodes "$dir"
   mv "$dir/url.tmp" "$dir/url"
   exit 0
