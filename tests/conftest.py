@@ -29,6 +29,9 @@ BACKENDS = (
     + [pytest.param("postgres", marks=pytest.mark.postgres)] * bool(PG_URL)
     + [pytest.param("citus", marks=pytest.mark.citus)] * bool(CITUS_URL)
 )
+#: Backends the surface tests serve from (the store contract runs on Citus as well; a surface
+#: test there would only repeat it, slower).
+SERVER_BACKENDS = ["sqlite"] + [pytest.param("postgres", marks=pytest.mark.postgres)] * bool(PG_URL)
 
 
 @pytest.fixture(scope="session")

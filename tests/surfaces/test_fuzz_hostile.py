@@ -43,7 +43,7 @@ from quipu.surfaces.http.auth import local_resolver
 from quipu.surfaces.http.server import build_server
 from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
-from tests.conftest import BACKENDS
+from tests.conftest import SERVER_BACKENDS
 from tests.surfaces.databases import fresh_database
 
 #: Examples per route and per tool, on each backend.
@@ -213,7 +213,7 @@ class World:
         out.flush()
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=SERVER_BACKENDS)
 def world(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
