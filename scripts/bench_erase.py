@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import PIN, Latent, open_store
 
 from quipu.composition import build_runtime, load_settings
-from quipu.core.auth import version_audit
+from quipu.core.auth import Actor, version_audit
 from quipu.core.limits import Limits
 from quipu.core.records import Principal, Relation, Role, Scope
 from quipu.core.sessions import SessionBounds, SessionKey
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         store.import_versions(items)
         for memory, _ in items:  # the audit lines a revise writes, with its reason
             if memory.version == 2:
-                store.record_audit(version_audit(memory))
+                store.record_audit(version_audit(memory, Actor(memory.actor, surface="library")))
         bounds = SessionBounds(max_turns=100_000, max_owner_bytes=10**9)
         writer = Principal("t1", "key-planner", Role.AGENT, agent_id="planner", user_id="u-bench")
         for t in range(args.turns):

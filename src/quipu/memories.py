@@ -17,6 +17,7 @@ from typing import Any
 
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import validate
+from quipu.core.auth import Actor
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -206,6 +207,7 @@ class MemoryService:
             vector,
             embedding_key(body) if vector is not None else None,
             lim.quota_per_owner,
+            by=Actor.of(principal),
         )
 
     def revise(
@@ -248,6 +250,7 @@ class MemoryService:
             embedding_key(body) if vector is not None else None,
             self._clock(),
             self.limits.quota_per_owner,
+            by=Actor.of(principal),
         )
 
     def supersede(
@@ -270,7 +273,9 @@ class MemoryService:
             actor=principal.key_id, relation=Relation.SUPERSEDED_BY, reason=_reason(reason)
         )
         self.guard.screen(change)
-        return self.store.supersede(ref, old_id, new_id, change, self._clock(), expected_version)
+        return self.store.supersede(
+            ref, old_id, new_id, change, self._clock(), expected_version, by=Actor.of(principal)
+        )
 
     def forget(
         self,
@@ -371,6 +376,7 @@ class MemoryService:
             None,
             self._clock(),
             self.limits.quota_per_owner,
+            by=Actor.of(principal),
         )
 
     # -- reads -------------------------------------------------------------------------------

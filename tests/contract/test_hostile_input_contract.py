@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from quipu import transfer
-from quipu.core.auth import AuditEvent
+from quipu.core.auth import Actor, AuditEvent
 from quipu.core.records import Principal, Relation, Role, Status
 from quipu.core.scopes import resolve_scope
 from quipu.core.sessions import SessionBounds, SessionKey
@@ -156,13 +156,15 @@ def test_safe_001_the_store_itself_refuses_what_a_use_case_did_not_check(
     ref = resolve_scope(alice, "agent")
     bad = replace(m, id=uuid.uuid4().hex, tags=(f"x{SURROGATE}",))
     with pytest.raises(InvalidInput):
-        service.store.insert(ref, bad, None, None, 100)
+        service.store.insert(ref, bad, None, None, 100, by=Actor.of(alice))
     secret = replace(m, id=uuid.uuid4().hex, metadata={"k": SECRET}, content_hash="other")
     with pytest.raises(SecretDetected):
-        service.store.insert(ref, secret, None, None, 100)
+        service.store.insert(ref, secret, None, None, 100, by=Actor.of(alice))
     change = Change(actor="key-alice", relation=Relation.REVISES, reason=f"x {SECRET}")
     with pytest.raises(SecretDetected):
-        service.store.append(ref, m.id, change, None, None, None, datetime.now(UTC), 100)
+        service.store.append(
+            ref, m.id, change, None, None, None, datetime.now(UTC), 100, by=Actor.of(alice)
+        )
     event = AuditEvent("t1", datetime.now(UTC), "key-alice", "test", "x", reason=SECRET)
     with pytest.raises(SecretDetected):
         service.store.record_audit(event)

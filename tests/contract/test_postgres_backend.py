@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from quipu import transfer
+from quipu.core.auth import Actor
 from quipu.core.limits import Limits
 from quipu.core.query import Filters
 from quipu.core.records import Kind, Principal, Scope, ScopeRef, Status
@@ -40,6 +41,8 @@ NEEDS_CITUS = [
     pytest.mark.skipif(CITUS_URL is None, reason="needs QUIPU_TEST_CITUS_URL (make test sets it)"),
 ]
 SHARED = ScopeRef("t1", Scope.AGENT, "shared-owner")
+#: Who the direct store writes below are audited as.
+WRITER = Actor("key-writer", role="agent", agent_id="writer")
 
 
 @pytest.fixture(
@@ -78,7 +81,7 @@ def _writer(url: str, texts: list[str], quota: int, barrier: Any, out: Any) -> N
     for text in texts:
         m = memory("shared-owner", text, datetime.now(UTC))
         try:
-            created += int(store.insert(SHARED, m, None, None, quota).created)
+            created += int(store.insert(SHARED, m, None, None, quota, by=WRITER).created)
         except LimitExceeded:
             refused += 1
     store.close()
@@ -243,7 +246,7 @@ def test_recall_001_large_scope_text_is_exact_when_provable_and_labelled_when_bo
     found, info = store.text_candidates(ref, "garden tomatoes", Filters(), 10)
     assert info.path == "bm25-tsvector:bounded" and len(found) == 10
     # writes after the statistics were started keep them current
-    store.insert(ref, memory("o", "orchid orchid orchid", now), None, None, 10**6)
+    store.insert(ref, memory("o", "orchid orchid orchid", now), None, None, 10**6, by=WRITER)
     with psycopg.connect(schema) as conn:
         df = conn.execute("SELECT df FROM scope_terms WHERE lexeme = 'orchid'").fetchone()
     assert df == (6,)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from quipu.core.records import MemoryVersion, Role
+from quipu.core.records import MemoryVersion, Principal, Role
 from quipu.errors import InvalidInput, Unauthorized
 
 KEY_PREFIX = "qk"
@@ -59,6 +59,32 @@ class Credential:
             "revoked_at": _iso(self.revoked_at),
             "last_used_at": _iso(self.last_used_at),
         }
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who makes a write, as its audit line names them (SAFE-4): the acting key, its role, the
+    agent and end user it acts as, and the surface the request came through.
+
+    The stores take one with every write and put it on the version's audit line in the same
+    transaction. It is not part of the version: a version keeps only the key (``actor``), and
+    its provenance stays the creator's when another key revises it."""
+
+    key_id: str
+    role: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    surface: str = "library"
+
+    @classmethod
+    def of(cls, principal: Principal) -> Actor:
+        return cls(
+            key_id=principal.key_id,
+            role=principal.role.value,
+            agent_id=principal.agent_id,
+            user_id=principal.user_id,
+            surface=principal.surface,
+        )
 
 
 @dataclass(frozen=True)
@@ -128,19 +154,22 @@ def check_tenant_id(value: str) -> str:
     return value
 
 
-def version_audit(memory: MemoryVersion) -> AuditEvent:
-    """The audit line of a memory write: taken from the version itself, in the same transaction."""
+def version_audit(memory: MemoryVersion, by: Actor) -> AuditEvent:
+    """The audit line of a memory write, written in the version's own transaction: what changed
+    from the version, who changed it from ``by`` (key, role, agent, user, surface)."""
     details: dict[str, object] = {"version": memory.version, "status": memory.status.value}
     if memory.related_id:
         details["related_id"] = memory.related_id
     return AuditEvent(
         tenant_id=memory.tenant_id,
         at=memory.recorded_at,
-        actor_key=memory.actor,
-        surface=memory.provenance.surface,
+        actor_key=by.key_id,
+        surface=by.surface,
         action=f"memory.{memory.relation.value}",
         target_ids=(memory.id,),
-        agent_id=memory.provenance.agent_id,
+        role=by.role,
+        agent_id=by.agent_id,
+        user_id=by.user_id,
         reason=memory.reason,
         details=details,
     )

@@ -18,6 +18,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from quipu.core.auth import Actor
 from quipu.core.records import MemoryVersion, Provenance, Relation, Scope, ScopeRef, Status
 
 #: The outcome of a judgement (MEM-3): stamped on a new version with who judged and when.
@@ -76,13 +77,9 @@ class Hold:
 class Erasure:
     """Who erases and why, for the tombstones and the audit line the store writes with them."""
 
-    actor: str
+    by: Actor
     reason: str
     at: datetime
-    surface: str
-    role: str | None = None
-    agent_id: str | None = None
-    user_id: str | None = None
 
 
 @dataclass
@@ -153,11 +150,11 @@ def tombstone(current: MemoryVersion, erasure: Erasure) -> MemoryVersion:
         version=current.version + 1,
         status=Status.ERASED,
         relation=Relation.ERASES,
-        actor=erasure.actor,
+        actor=erasure.by.key_id,
         reason=erasure.reason,
         recorded_at=erasure.at,
         related_id=None,
-        provenance=Provenance(surface=erasure.surface, key_id=erasure.actor),
+        provenance=Provenance(surface=erasure.by.surface, key_id=erasure.by.key_id),
         is_current=True,
     )
 

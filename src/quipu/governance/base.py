@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from quipu.core import validate
+from quipu.core.auth import Actor
 from quipu.core.governance import (
     ERASE_GRANT,
     Erasure,
@@ -98,15 +99,7 @@ class GovernanceBase:
         return current
 
     def _erasure(self, principal: Principal, why: str) -> Erasure:
-        return Erasure(
-            actor=principal.key_id,
-            reason=why,
-            at=self._clock(),
-            surface=principal.surface,
-            role=principal.role.value,
-            agent_id=principal.agent_id,
-            user_id=principal.user_id,
-        )
+        return Erasure(Actor.of(principal), why, self._clock())
 
     def _vector(self, ref: ScopeRef, text: str, current: str) -> tuple[Any, str | None]:
         """The vector a version with ``text`` is stored with (none when the text is

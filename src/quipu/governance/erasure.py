@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from quipu.core import validate
-from quipu.core.auth import AuditEvent
+from quipu.core.auth import Actor, AuditEvent
 from quipu.core.governance import (
     EraseReport,
     Erasure,
@@ -127,15 +127,14 @@ class Erasing(GovernanceBase):
         job = lease.job
         p = job.payload
         user = str(p["user_id"])
-        erasure = Erasure(
-            actor=str(p["actor"]),
-            reason=str(p["reason"]),
-            at=self._clock(),
-            surface=str(p.get("surface") or "job"),
+        by = Actor(
+            key_id=str(p["actor"]),
             role=p.get("role"),
             agent_id=p.get("agent_id"),
             user_id=p.get("actor_user_id"),
+            surface=str(p.get("surface") or "job"),
         )
+        erasure = Erasure(by, str(p["reason"]), self._clock())
         total = EraseReport(counts=dict(job.checkpoint.get("counts") or {}))
         families = int(job.checkpoint.get("families") or 0)
         for stage in ("memories", "sessions"):
@@ -166,13 +165,13 @@ class Erasing(GovernanceBase):
             AuditEvent(
                 tenant_id=job.tenant_id,
                 at=self._clock(),
-                actor_key=erasure.actor,
-                surface=erasure.surface,
+                actor_key=by.key_id,
+                surface=by.surface,
                 action="subject.erase",
                 target_ids=(user,),
-                role=erasure.role,
-                agent_id=erasure.agent_id,
-                user_id=erasure.user_id,
+                role=by.role,
+                agent_id=by.agent_id,
+                user_id=by.user_id,
                 reason=erasure.reason,
                 details={"job_id": job.job_id, **result},
             )

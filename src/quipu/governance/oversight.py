@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from quipu.core import validate
-from quipu.core.auth import AuditEvent
+from quipu.core.auth import Actor, AuditEvent
 from quipu.core.governance import (
     SubjectInfo,
 )
@@ -98,7 +98,15 @@ class Overseeing(GovernanceBase):
             actor=principal.key_id, relation=Relation.FORGETS, reason=why, status=Status.UNAVAILABLE
         )
         memory = self.store.append(
-            ref, ident, change, None, None, None, self._clock(), self.memory.limits.quota_per_owner
+            ref,
+            ident,
+            change,
+            None,
+            None,
+            None,
+            self._clock(),
+            self.memory.limits.quota_per_owner,
+            by=Actor.of(principal),
         )
         self.guard.audit(principal, "oversight.forget", (ident,), reason=why)
         return memory

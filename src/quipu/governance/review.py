@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from quipu.core import validate
+from quipu.core.auth import Actor
 from quipu.core.governance import (
     AFFIRMED,
     REFUTED,
@@ -163,6 +164,7 @@ class Reviewing(GovernanceBase):
             None,
             now,
             self.memory.limits.quota_per_owner,
+            by=Actor.of(principal),
         )
         self.guard.audit(
             principal,
@@ -222,6 +224,7 @@ class Reviewing(GovernanceBase):
             key,
             self._clock(),
             self.memory.limits.quota_per_owner,
+            by=Actor.of(principal),
         )
         self.guard.audit(
             principal,
@@ -278,7 +281,15 @@ class Reviewing(GovernanceBase):
         survivor = self._current(ref, ids[0])
         vector, key = self._vector(ref, body, survivor.text)
         merged = self.store.merge(
-            ref, ids[0], change, expected_version, vector, key, ids[1:], self._clock()
+            ref,
+            ids[0],
+            change,
+            expected_version,
+            vector,
+            key,
+            ids[1:],
+            self._clock(),
+            by=Actor.of(principal),
         )
         self.guard.audit(
             principal,

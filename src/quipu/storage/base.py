@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from quipu.core.auth import AuditEvent, Credential, Tenant
+from quipu.core.auth import Actor, AuditEvent, Credential, Tenant
 from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.query import Candidate, Cursor, Filters, Page
@@ -65,6 +65,8 @@ class Store(Protocol):
     ) -> dict[str, Vector]: ...
 
     # -- writes ------------------------------------------------------------------------------
+    # ``by`` is who makes the write: each version written goes to the audit log with ``by``'s
+    # key, role, agent, user and surface, in the version's own transaction (SAFE-4).
     def insert(
         self,
         ref: ScopeRef,
@@ -72,6 +74,8 @@ class Store(Protocol):
         vector: Vector | None,
         embedding_key: str | None,
         quota: int,
+        *,
+        by: Actor,
     ) -> WriteResult:
         """Insert version 1 of a new family, unless a live exact duplicate exists (MEM-6).
 
@@ -89,6 +93,8 @@ class Store(Protocol):
         embedding_key: str | None,
         now: datetime,
         quota: int,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         """Append the successor of the family's current version (NotFound, Conflict).
 
@@ -103,6 +109,8 @@ class Store(Protocol):
         change: Change,
         now: datetime,
         expected_version: int | None = None,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``) and give ``new_id`` a
         version with relation ``supersedes`` naming ``old_id`` (MEM-3), in one transaction;
@@ -119,6 +127,8 @@ class Store(Protocol):
         embedding_key: str | None,
         others: Sequence[str],
         now: datetime,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         """In one transaction: append ``change`` (relation ``merges``) to ``survivor_id`` and
         mark each of ``others`` (all in ``ref``) superseded by it (LIFE-7). NotFound for any
@@ -186,7 +196,8 @@ class Store(Protocol):
 
     # -- tenants, credentials, audit (SCOPE-1, SCOPE-2, SAFE-4) ------------------------------
     # Every memory version a backend writes is also written to the audit log in the same
-    # transaction (except verbatim imports, which the service audits as one event).
+    # transaction, naming the write's ``by`` (except verbatim imports, which the service audits
+    # as one event, and erase tombstones, which name the erasure's ``by``).
     def create_tenant(self, tenant: Tenant) -> None:
         """Conflict ``tenant_exists`` when the id is taken."""
 
@@ -307,9 +318,10 @@ class Store(Protocol):
         """Erase every version of each family in ``memory_ids`` in one transaction (LIFE-4):
         text, quote, tags, metadata, aliases, reasons, BM25 keys and vectors of each version;
         the reasons of audit lines about the family; the content of jobs that quote it. Appends
-        each family's tombstone and one audit line for the act. Families already erased or
-        not found are skipped (not in the report). Raises Conflict ``legal_hold`` and changes
-        nothing when an active hold covers any of them (the memory, its subject, the tenant)."""
+        each family's tombstone with its audit line naming ``erasure.by``. Families already
+        erased or not found are skipped (not in the report). Raises Conflict ``legal_hold`` and
+        changes nothing when an active hold covers any of them (the memory, its subject, the
+        tenant)."""
 
     def subject_families(self, tenant_id: str, user_id: str, limit: int) -> list[str]:
         """Up to ``limit`` ids of families about end user ``user_id`` (its ``user`` scope and

@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from quipu.core.auth import version_audit
+from quipu.core.auth import Actor, version_audit
 from quipu.core.governance import (
     EraseReport,
     Erasure,
@@ -84,6 +84,8 @@ class GovernanceTables:
         live_delta: int,
         current_delta: int,
         context: Sequence[str] = (),
+        *,
+        by: Actor,
     ) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -99,6 +101,7 @@ class GovernanceTables:
         embedding_key: str | None,
         now: datetime,
         quota: int,
+        by: Actor,
     ) -> MemoryVersion:
         raise NotImplementedError
 
@@ -113,6 +116,8 @@ class GovernanceTables:
         embedding_key: str | None,
         others: Sequence[str],
         now: datetime,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         admit(change)
         number = self._tenant_number(ref.tenant_id)
@@ -139,6 +144,7 @@ class GovernanceTables:
                 embedding_key,
                 now,
                 2**62,
+                by,
             )
             for other in others:
                 gone = Change(
@@ -149,7 +155,7 @@ class GovernanceTables:
                     invalid_at=now,
                     related_id=survivor_id,
                 )
-                self._append(conn, number, ref, other, gone, None, None, None, now, 2**62)
+                self._append(conn, number, ref, other, gone, None, None, None, now, 2**62, by)
             return merged
 
     # -- erase (LIFE-4) ----------------------------------------------------------------------
@@ -231,7 +237,7 @@ class GovernanceTables:
                 " WHERE tenant_id = %s AND key = ANY(%s)",
                 (erasure.at, tenant_id, [int(r[0]) for r in current]),
             )
-            _write_tombstones(conn, number, [tombstone(m, erasure) for m in records])
+            _write_tombstones(conn, number, [tombstone(m, erasure) for m in records], erasure.by)
             live: dict[tuple[str, str], int] = {}
             for memory in records:
                 key = (memory.scope.value, memory.owner)
@@ -365,10 +371,10 @@ class GovernanceTables:
 
 
 def _write_tombstones(
-    conn: psycopg.Connection[Any], number: int, tombs: Sequence[MemoryVersion]
+    conn: psycopg.Connection[Any], number: int, tombs: Sequence[MemoryVersion], by: Actor
 ) -> None:
-    """Insert each family's tombstone with its audit line, in two pipelined statements (the
-    scope counters are updated once per scope by the caller)."""
+    """Insert each family's tombstone with its audit line naming ``by``, in two pipelined
+    statements (the scope counters are updated once per scope by the caller)."""
     columns = ", ".join(WRITE_COLUMNS)
     marks = ", ".join(
         "%s::json" if c in ("metadata", "provenance") else "%s::tsvector" if c == "terms" else "%s"
@@ -380,7 +386,7 @@ def _write_tombstones(
         f" VALUES (%s * {KEY_SPAN} + nextval('memory_key_seq'), {marks})",
         [(number, *to_values(t, None, None, None)) for t in tombs],
     )
-    audits = [version_audit(t) for t in tombs]
+    audits = [version_audit(t, by) for t in tombs]
     cur.executemany(
         "INSERT INTO audit_log (tenant_id, at, actor_key, role, agent_id, user_id, surface,"
         " action, target_ids, reason, details) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"

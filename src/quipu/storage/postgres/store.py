@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from quipu.core.auth import version_audit
+from quipu.core.auth import Actor, version_audit
 from quipu.core.lifecycle import LIVE
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Relation, Scope, ScopeRef, Status, WriteResult
@@ -330,6 +330,8 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
         vector: Vector | None,
         embedding_key: str | None,
         quota: int,
+        *,
+        by: Actor,
     ) -> WriteResult:
         admit(memory)
         """One round trip on the common path: lock the scope row, then a single statement that
@@ -338,7 +340,7 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
         number = self._tenant_number(ref.tenant_id)
         live = memory.status in LIVE
         if self.distributed:
-            return self._insert_routed(number, ref, memory, vector, embedding_key, quota)
+            return self._insert_routed(number, ref, memory, vector, embedding_key, quota, by)
         for _ in range(3):
             with self._conn() as conn:
                 with conn.pipeline(), conn.transaction():
@@ -354,6 +356,7 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
                         int(live),
                         1,
                         _context_terms(conn, ref, memory),
+                        by=by,
                     )
                     params.update(live=live, live_statuses=_LIVE, quota=quota)
                     cur = conn.execute(INSERT_SQL, params)
@@ -376,6 +379,7 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
         vector: Vector | None,
         embedding_key: str | None,
         quota: int,
+        by: Actor,
     ) -> WriteResult:
         """:meth:`insert` on Citus: the duplicate and quota checks run under the scope lock
         before the write instead of inside it (:mod:`.routed`), with the same outcomes."""
@@ -397,6 +401,7 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
                 int(live),
                 1,
                 _context_terms(conn, ref, memory),
+                by=by,
             )
             routed.write(conn, params, terms_tracked=tracked)
         return WriteResult(memory, created=True)
@@ -411,13 +416,15 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
         embedding_key: str | None,
         now: datetime,
         quota: int,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         admit(change)
         number = self._tenant_number(ref.tenant_id)
         with self._tx() as conn:
             return self._append(
                 conn, number, ref, memory_id, change, expected_version, vector, embedding_key,
-                now, quota,
+                now, quota, by,
             )  # fmt: skip
 
     def supersede(
@@ -428,6 +435,8 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
         change: Change,
         now: datetime,
         expected_version: int | None = None,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         admit(change)
         number = self._tenant_number(ref.tenant_id)
@@ -443,7 +452,7 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
                 relation=Relation.SUPERSEDED_BY,
             )
             done = self._append(
-                conn, number, ref, old_id, old, expected_version, None, None, now, 2**62
+                conn, number, ref, old_id, old, expected_version, None, None, now, 2**62, by
             )
             stamp = Change(
                 actor=change.actor,
@@ -451,7 +460,7 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
                 reason=change.reason,
                 related_id=old_id,
             )  # the replacing memory names what it replaced (MEM-3)
-            self._append(conn, number, ref, new_id, stamp, None, None, None, now, 2**62)
+            self._append(conn, number, ref, new_id, stamp, None, None, None, now, 2**62, by)
             return done
 
     def _append(
@@ -466,6 +475,7 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
         embedding_key: str | None,
         now: datetime,
         quota: int,
+        by: Actor,
     ) -> MemoryVersion:
         live_count, tracked = _lock_scope(conn, ref)
         row = _current_row(conn, ref, memory_id)
@@ -508,6 +518,7 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
             int(is_live) - int(was_live),
             0,
             _context_terms(conn, ref, new),
+            by=by,
         )
         if self.distributed:
             routed.write(conn, params, terms_tracked=tracked)
@@ -525,10 +536,13 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
         live_delta: int,
         current_delta: int,
         context: Sequence[str] = (),
+        *,
+        by: Actor,
     ) -> dict[str, Any]:
+        """The parameters of ``WRITE_SQL`` for ``memory``, its audit line naming ``by``."""
         if vector is None or embedding_key is None or not memory.embedding_model:
             vector, embedding_key = None, None
-        e = version_audit(memory)
+        e = version_audit(memory, by)
         audit = {
             "a_at": e.at,
             "a_actor": e.actor_key,

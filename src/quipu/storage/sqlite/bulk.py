@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 
 import numpy as np
 
+from quipu.core.auth import Actor
 from quipu.core.lifecycle import LIVE
 from quipu.core.records import MemoryVersion, ScopeRef
 from quipu.core.text import embedding_key as text_embedding_key
@@ -46,8 +47,7 @@ class BulkTables:
         memory: MemoryVersion,
         vector: Vector | None,
         embedding_key: str | None,
-        *,
-        audit: bool = True,
+        by: Actor | None,
     ) -> tuple[int, list[str]]:
         raise NotImplementedError
 
@@ -90,7 +90,7 @@ class BulkTables:
                     continue
                 ref = ScopeRef(memory.tenant_id, memory.scope, memory.owner)
                 key_text = text_embedding_key(memory.text) if vector is not None else None
-                key, _ = self._write_version(c, ref, memory, vector, key_text, audit=False)
+                key, _ = self._write_version(c, ref, memory, vector, key_text, None)
                 end = valid_to(memory, successor) if successor else memory.invalid_at
                 c.execute(
                     "UPDATE memory_versions SET valid_to = ? WHERE key = ?",

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from quipu.core.auth import version_audit
+from quipu.core.auth import Actor, version_audit
 from quipu.core.governance import (
     EraseReport,
     Erasure,
@@ -88,6 +88,7 @@ class GovernanceTables:
         embedding_key: str | None,
         now: datetime,
         quota: int,
+        by: Actor,
     ) -> MemoryVersion:
         raise NotImplementedError
 
@@ -104,6 +105,8 @@ class GovernanceTables:
         embedding_key: str | None,
         others: Sequence[str],
         now: datetime,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         admit(change)
         with self._tx() as c:
@@ -111,7 +114,7 @@ class GovernanceTables:
                 if self._current_row(c, ref, other) is None:
                     raise NotFound(f"no memory {other}", details={"id": other})
             merged = self._append(
-                c, ref, survivor_id, change, expected_version, vector, embedding_key, now, 2**62
+                c, ref, survivor_id, change, expected_version, vector, embedding_key, now, 2**62, by
             )
             for other in others:
                 gone = Change(
@@ -122,7 +125,7 @@ class GovernanceTables:
                     invalid_at=now,
                     related_id=survivor_id,
                 )
-                self._append(c, ref, other, gone, None, None, None, now, 2**62)
+                self._append(c, ref, other, gone, None, None, None, now, 2**62, by)
             return merged
 
     def checkpoint(self) -> bool:
@@ -200,7 +203,7 @@ class GovernanceTables:
             for memory in records:  # after the scrub: the tombstone's audit line keeps its reason
                 tomb = tombstone(memory, erasure)
                 c.execute(INSERT_SQL, to_params(tomb, None, None, []))
-                insert_audit(c, version_audit(tomb))
+                insert_audit(c, version_audit(tomb, erasure.by))
                 report.families.append(memory.id)
             report.add("tombstones", len(records))
             for ref, delta in live.items():

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from quipu.core.auth import version_audit
+from quipu.core.auth import Actor, version_audit
 from quipu.core.lifecycle import HIDDEN, LIVE
 from quipu.core.query import Cursor, Filters, Page
 from quipu.core.records import (
@@ -194,6 +194,8 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
         vector: Vector | None,
         embedding_key: str | None,
         quota: int,
+        *,
+        by: Actor,
     ) -> WriteResult:
         admit(memory)
         with self._tx() as c:
@@ -221,7 +223,7 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
                         code="quota_exceeded",
                         details={"quota": quota, "live": count},
                     )
-            key, terms = self._write_version(c, ref, memory, vector, embedding_key)
+            key, terms = self._write_version(c, ref, memory, vector, embedding_key, by)
             generation = self._bump(c, ref, 1 if live else 0)
             self._log(c, ref, generation, key, None)
             self._cache_add(ref, generation, key, memory, None, vector, terms)
@@ -237,11 +239,13 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
         embedding_key: str | None,
         now: datetime,
         quota: int,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         admit(change)
         with self._tx() as c:
             return self._append(
-                c, ref, memory_id, change, expected_version, vector, embedding_key, now, quota
+                c, ref, memory_id, change, expected_version, vector, embedding_key, now, quota, by
             )
 
     def supersede(
@@ -252,12 +256,14 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
         change: Change,
         now: datetime,
         expected_version: int | None = None,
+        *,
+        by: Actor,
     ) -> MemoryVersion:
         admit(change)
         with self._tx() as c:
             if self._current_row(c, ref, new_id) is None:
                 raise NotFound(f"no memory {new_id}", details={"id": new_id})
-            return self._supersede(c, ref, old_id, new_id, change, now, expected_version)
+            return self._supersede(c, ref, old_id, new_id, change, now, expected_version, by)
 
     def _supersede(
         self,
@@ -267,7 +273,8 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
         new_id: str,
         change: Change,
         now: datetime,
-        expected_version: int | None = None,
+        expected_version: int | None,
+        by: Actor,
     ) -> MemoryVersion:
         """``old_id`` superseded by ``new_id``, and ``new_id`` stamped ``supersedes`` (MEM-3)."""
         old = replace(
@@ -277,14 +284,14 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
             related_id=new_id,
             relation=Relation.SUPERSEDED_BY,
         )
-        done = self._append(c, ref, old_id, old, expected_version, None, None, now, 2**62)
+        done = self._append(c, ref, old_id, old, expected_version, None, None, now, 2**62, by)
         stamp = Change(
             actor=change.actor,
             relation=Relation.SUPERSEDES,
             reason=change.reason,
             related_id=old_id,
         )
-        self._append(c, ref, new_id, stamp, None, None, None, now, 2**62)
+        self._append(c, ref, new_id, stamp, None, None, None, now, 2**62, by)
         return done
 
     def _append(
@@ -298,6 +305,7 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
         embedding_key: str | None,
         now: datetime,
         quota: int,
+        by: Actor,
     ) -> MemoryVersion:
         row = self._current_row(c, ref, memory_id)
         if row is None:
@@ -325,7 +333,7 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
             blob = row["vector"]
             vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
             new = replace(new, embedding_model=current.embedding_model)
-        key, terms = self._write_version(c, ref, new, vector, embedding_key)
+        key, terms = self._write_version(c, ref, new, vector, embedding_key, by)
         generation = self._bump(c, ref, int(is_live) - int(was_live))
         self._log(c, ref, generation, key, row["key"])
         self._cache_retire(ref, row["key"], end)
@@ -339,10 +347,10 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
         memory: MemoryVersion,
         vector: Vector | None,
         embedding_key: str | None,
-        *,
-        audit: bool = True,
+        by: Actor | None,
     ) -> tuple[int, list[str]]:
-        """Insert one version row; returns its key and BM25 keys."""
+        """Insert one version row, with its audit line naming ``by`` (none for a verbatim
+        import, which the service audits as one event); returns its key and BM25 keys."""
         blob = None
         if vector is not None and embedding_key is not None and memory.embedding_model:
             blob = np.asarray(vector, dtype=np.float32).tobytes()
@@ -353,8 +361,8 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, Governance
         cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key, blob, terms))
         key = cursor.lastrowid
         assert key is not None
-        if audit:
-            insert_audit(c, version_audit(memory))
+        if by is not None:
+            insert_audit(c, version_audit(memory, by))
         if memory.is_current:
             c.executemany(
                 "INSERT OR IGNORE INTO memory_aliases (tenant_id, scope, owner, folded, key)"
