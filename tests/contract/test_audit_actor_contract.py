@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from quipu.auth.access import Access
 from quipu.core.auth import AuditEvent
 from quipu.core.records import Principal, Role
 from quipu.governance import GovernanceService
@@ -126,3 +127,16 @@ def test_safe_004_the_surface_is_the_actors(service: MemoryService, surface: str
     first = service.remember(PLANNER, "Mira reads on the train", scope="user").memory
     service.forget(replace(COACH, surface=surface), first.id)
     assert _writes(service)[-1].surface == surface
+
+
+def test_safe_004_minting_a_run_token_audits_the_service_key(service: MemoryService) -> None:
+    """``token.mint`` names the minting service key with its role, agent and user (it named the
+    key alone); the token's own subject stays in the details."""
+    access = Access(service.store)
+    access.create_tenant("t1")
+    minter = replace(COACH, surface="http")
+    credential, _ = access.mint_run_token(minter, "planner", "u9")
+    mint = [e for e in service.store.list_audit("t1", None, 100) if e.action == "token.mint"]
+    assert [e.target_ids for e in mint] == [(credential.key_id,)]
+    _assert_by(mint[0], minter)
+    assert (mint[0].details["agent_id"], mint[0].details["user_id"]) == ("planner", "u9")

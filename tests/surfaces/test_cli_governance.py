@@ -4,10 +4,13 @@ erase-subject's progress and final counts, reviews that name their reviewer."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from typer.testing import CliRunner
 
+from quipu.core.jobs import NewJob
+from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.cli.app import app
 
 runner = CliRunner()
@@ -132,3 +135,37 @@ def test_life_007_restore_merge_snapshots_projects_subjects(tmp_path: Path) -> N
         code == 0
         and {"scope": "agent", "owner": "local-agent", "live": 1} in json.loads(out)["items"]
     )
+
+
+def test_safe_004_jobs_cancel_and_retry_from_the_shell_are_audited(tmp_path: Path) -> None:
+    """`quipu jobs cancel|retry` run the use case the HTTP routes run: the audit log gets
+    ``job.cancel`` and ``job.retry`` (issue 22, SAFE-4) in the job's tenant, naming the shell's
+    operator (role admin, surface cli)."""
+    db = str(tmp_path / "j.db")
+    assert run("remember", "The deploy runs at nine", "--db", db)[0] == 0  # makes the store
+    store = SQLiteStore(db)
+    now = datetime.now(UTC)
+    job, _ = store.enqueue_job(NewJob("local", "promote_session", "cli-audit-1"), now)
+    elsewhere, _ = store.enqueue_job(NewJob("acme", "promote_session", "cli-audit-2"), now)
+    store.close()
+    code, out, err = run("jobs", "cancel", job.job_id, "--db", db)
+    assert code == 0 and "cancelled" in out, err
+    assert run("jobs", "retry", job.job_id, "--db", db)[0] == 0
+    assert run("jobs", "cancel", elsewhere.job_id, "--db", db)[0] == 0
+    store = SQLiteStore(db)
+    try:
+        local = [e for e in store.list_audit("local", None, 100) if e.action.startswith("job.")]
+        acme = [e for e in store.list_audit("acme", None, 100) if e.action.startswith("job.")]
+    finally:
+        store.close()
+    assert [(e.action, e.target_ids) for e in reversed(local)] == [
+        ("job.cancel", (job.job_id,)),
+        ("job.retry", (job.job_id,)),
+    ]
+    assert [(e.action, e.target_ids) for e in acme] == [("job.cancel", (elsewhere.job_id,))]
+    for event in local + acme:
+        assert (event.surface, event.role, event.actor_key) == ("cli", "admin", "local")
+    code, _, err = run("jobs", "retry", "no-such-job", "--db", db)
+    assert code == 1 and "not_found" in err
+    code, _, err = run("jobs", "cancel", "a/b", "--db", db)
+    assert code == 1 and "invalid_id" in err

@@ -17,6 +17,7 @@ from quipu.core import validate
 from quipu.core.auth import (
     KEY_PREFIX,
     TOKEN_PREFIX,
+    Actor,
     AuditEvent,
     Credential,
     Tenant,
@@ -155,6 +156,7 @@ class Access:
             principal.surface,
             "token.mint",
             (key_id,),
+            by=Actor.of(principal),
             details={
                 "agent_id": credential.agent_id,
                 "user_id": credential.user_id,
@@ -233,8 +235,11 @@ class Access:
         action: str,
         targets: tuple[str, ...],
         *,
+        by: Actor | None = None,
         details: dict[str, object] | None = None,
     ) -> None:
+        """An operator act (no principal: ``actor`` names the operator) or, with ``by``, a
+        key's act, audited with its role, agent and user (SAFE-4)."""
         self.store.record_audit(
             AuditEvent(
                 tenant_id=tenant_id,
@@ -243,6 +248,9 @@ class Access:
                 surface=surface,
                 action=action,
                 target_ids=targets,
+                role=by.role if by else None,
+                agent_id=by.agent_id if by else None,
+                user_id=by.user_id if by else None,
                 details=dict(details or {}),
             )
         )

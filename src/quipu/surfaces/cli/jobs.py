@@ -6,6 +6,7 @@ import contextlib
 import json
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,10 +14,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from quipu.composition import build_runtime, build_service
+from quipu.composition import build_runtime, build_service, local_principal
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
-from quipu.errors import QuipuError
+from quipu.core.records import Role
+from quipu.errors import NotFound, QuipuError
 from quipu.runtime import Runtime
 from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
 
@@ -89,22 +91,34 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 @jobs.command("cancel")
 def jobs_cancel(job_id: str, db: Db = None, config: Config = None) -> None:
-    """Cancel a queued or running job (a running holder loses its lease)."""
-    _act(db, config, lambda rt: rt.queue.cancel(job_id), "cancelled")
+    """Cancel a queued or running job (a running holder loses its lease); audited."""
+    _act(db, config, job_id, "cancel")
 
 
 @jobs.command("retry")
 def jobs_retry(job_id: str, db: Db = None, config: Config = None) -> None:
-    """Queue a failed or cancelled job again."""
-    _act(db, config, lambda rt: rt.queue.retry(job_id), "queued")
+    """Queue a failed or cancelled job again; audited."""
+    _act(db, config, job_id, "retry")
 
 
-def _act(db: str | None, config: Path | None, action: Any, verb: str) -> None:
+def _act(db: str | None, config: Path | None, job_id: str, act: str) -> None:
+    """Cancel or retry as the shell's operator, an admin of the job's tenant: the same use case
+    as the HTTP routes, audited as ``job.cancel`` / ``job.retry`` with surface ``cli`` (SAFE-4)."""
+    settings = settings_or_exit(db, config)
     rt = _runtime(db, config)
     try:
-        job = action(rt)
+        ident = validate.identifier(job_id, field="job_id")
+        found = rt.queue.store.get_job(ident)
+        if found is None:
+            raise NotFound(f"no job {ident}", details={"job_id": ident})
+        who = replace(local_principal(settings, "cli"), role=Role.ADMIN, tenant_id=found.tenant_id)
+        if act == "cancel":
+            job = rt.governance.job_cancel(who, ident)
+        else:
+            job = rt.governance.job_retry(who, ident)
     except QuipuError as exc:
         fail(exc, 1)
     finally:
         rt.close()
+    verb = "cancelled" if act == "cancel" else "queued"
     console.print(f"{job.job_id}: {job.status.value} ({verb})")
