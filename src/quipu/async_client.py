@@ -17,12 +17,14 @@ import anyio
 import httpx
 
 from quipu import wire
+from quipu.core import validate
 from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
 from quipu.remote import RunTokens, Subject
+from quipu.remote_governance import AsyncGovernanceCalls
 from quipu.storage.base import Vector
 from quipu.wire import Call, Instant, Retry, error_from_response
 
@@ -31,13 +33,13 @@ __all__ = ["AsyncClient", "AsyncRemoteSession"]
 T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(AsyncGovernanceCalls):
     """A Quipu server over HTTP, awaited: the methods of :class:`quipu.Client`, as
     coroutines. ``key`` is an API key or run token (none in local mode).
 
     ``timeout`` bounds each request (seconds, or an :class:`httpx.Timeout`); ``retry`` says
-    how refused requests are retried. Close it (``await client.aclose()``, or use
-    ``async with``)."""
+    how refused requests are retried; a superadmin key names the ``tenant`` it acts on. Close
+    it (``await client.aclose()``, or use ``async with``)."""
 
     def __init__(
         self,
@@ -48,6 +50,7 @@ class AsyncClient:
         retry: Retry | None = None,
         token_ttl_seconds: int = 3600,
         transport: httpx.AsyncBaseTransport | None = None,
+        tenant: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.retry = retry or Retry()
@@ -58,6 +61,8 @@ class AsyncClient:
         self._minting = anyio.Lock()
         self._tokens = RunTokens(token_ttl_seconds)
         headers = {"Accept": "application/json", "User-Agent": "quipu-python-client"}
+        if tenant is not None:  # a superadmin names the tenant it acts on (SCOPE-8)
+            headers["X-Quipu-Tenant"] = validate.identifier(tenant, field="tenant")
         self._http = httpx.AsyncClient(
             base_url=self.url, headers=headers, timeout=timeout, transport=transport
         )
@@ -99,6 +104,7 @@ class AsyncClient:
         model: str | None = None,
         prompt_version: str | None = None,
         quote: str | None = None,
+        status: str | None = None,
     ) -> MemoryVersion:
         """Store ``text``; returns the memory (the existing one for an exact duplicate)."""
         return (await self._send(wire.remember(wire.given(locals())))).memory
@@ -123,6 +129,7 @@ class AsyncClient:
         model: str | None = None,
         prompt_version: str | None = None,
         quote: str | None = None,
+        status: str | None = None,
     ) -> WriteResult:
         """Like :meth:`remember`, also saying whether a new memory was created."""
         return await self._send(wire.remember(wire.given(locals())))

@@ -118,6 +118,7 @@ class Quipu:
         model: str | None = None,
         prompt_version: str | None = None,
         quote: str | None = None,
+        status: str | None = None,
     ) -> MemoryVersion:
         """Store ``text``; returns the memory (the existing one for an exact duplicate)."""
         return self.service.remember(self.principal, **_options(locals())).memory
@@ -142,6 +143,7 @@ class Quipu:
         model: str | None = None,
         prompt_version: str | None = None,
         quote: str | None = None,
+        status: str | None = None,
     ) -> WriteResult:
         """Like :meth:`remember`, also saying whether a new memory was created."""
         return self.service.remember(self.principal, **_options(locals()))

@@ -30,11 +30,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import httpx
 
 from quipu import wire
+from quipu.core import validate
 from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
+from quipu.remote_governance import GovernanceCalls
 from quipu.storage.base import Vector
 from quipu.wire import (
     Call,
@@ -111,6 +113,7 @@ class MemoryClient(Protocol):
         model: str | None = None,
         prompt_version: str | None = None,
         quote: str | None = None,
+        status: str | None = None,
     ) -> MemoryVersion: ...
 
     def remember_result(
@@ -133,6 +136,7 @@ class MemoryClient(Protocol):
         model: str | None = None,
         prompt_version: str | None = None,
         quote: str | None = None,
+        status: str | None = None,
     ) -> WriteResult: ...
 
     def recall(
@@ -249,11 +253,14 @@ class RunTokens:
         )
 
 
-class Client:
+class Client(GovernanceCalls):
     """A Quipu server over HTTP. ``key`` is an API key or run token (none in local mode).
 
     ``timeout`` bounds each request (seconds, or an :class:`httpx.Timeout`); ``retry`` says
-    how refused requests are retried. Thread-safe; close it (or use ``with``)."""
+    how refused requests are retried; a superadmin key names the ``tenant`` it acts on (sent
+    as ``X-Quipu-Tenant``, SCOPE-8). The governance methods (erase, holds, review, judge,
+    restore, merge, snapshots, projects, audit, oversight, job control) come from
+    :class:`~quipu.remote_governance.GovernanceCalls`. Thread-safe; close it (or use ``with``)."""
 
     def __init__(
         self,
@@ -264,6 +271,7 @@ class Client:
         retry: Retry | None = None,
         token_ttl_seconds: int = 3600,
         transport: httpx.BaseTransport | None = None,
+        tenant: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.retry = retry or Retry()
@@ -273,6 +281,8 @@ class Client:
         self._parent: Client | None = None
         self._tokens = RunTokens(token_ttl_seconds)
         headers = {"Accept": "application/json", "User-Agent": "quipu-python-client"}
+        if tenant is not None:  # a superadmin names the tenant it acts on (SCOPE-8)
+            headers["X-Quipu-Tenant"] = validate.identifier(tenant, field="tenant")
         self._http = httpx.Client(
             base_url=self.url, headers=headers, timeout=timeout, transport=transport
         )
@@ -313,6 +323,7 @@ class Client:
         model: str | None = None,
         prompt_version: str | None = None,
         quote: str | None = None,
+        status: str | None = None,
     ) -> MemoryVersion:
         """Store ``text``; returns the memory (the existing one for an exact duplicate)."""
         return self._send(wire.remember(wire.given(locals()))).memory
@@ -337,6 +348,7 @@ class Client:
         model: str | None = None,
         prompt_version: str | None = None,
         quote: str | None = None,
+        status: str | None = None,
     ) -> WriteResult:
         """Like :meth:`remember`, also saying whether a new memory was created."""
         return self._send(wire.remember(wire.given(locals())))
