@@ -84,7 +84,7 @@ def test_api_001_openai_agents_example_runs(
         server.close()
     mem = ns["mem"]
     try:
-        assert capsys.readouterr().out.startswith("Done: - [preference] I prefer window seats")
+        assert capsys.readouterr().out.startswith("Done: found 1 memory:")
         assert ns["job"].status.value == "succeeded"
         assert [t.role for t in mem.session("chat-42").history()][:2] == ["user", "assistant"]
         assert len(server.requests) == 4  # two runs, each a tool call and an answer

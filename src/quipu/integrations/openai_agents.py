@@ -30,6 +30,7 @@ from quipu.core.jobs import Job
 from quipu.core.sessions import SessionTurn
 from quipu.errors import QuipuError
 from quipu.remote import MemoryClient
+from quipu.safety import render_data_block
 
 __all__ = ["QuipuSession", "memory_tools"]
 
@@ -193,9 +194,13 @@ def memory_tools(client: MemoryClient, *, scope: str = "agent", k: int = 5) -> l
             return f"error {exc.code}: {exc.message}"
         if not found.results:
             return "no memories found"
-        return "\n".join(
-            f"- [{h.memory.kind.value}] {h.memory.text} (id {h.memory.id}, score {h.score:.2f})"
+        # SAFE-2: memory text reaches the model defanged, in a block that says it is data
+        lines = [
+            f"[{h.memory.kind.value}] {h.memory.text} (id {h.memory.id}, score {h.score:.2f})"
             for h in found.results
-        )
+        ]
+        count = len(lines)
+        summary = f"found {count} {'memory' if count == 1 else 'memories'}:"
+        return f"{summary}\n{render_data_block(lines, 'memory')}"
 
     return [function_tool(remember), function_tool(recall)]
