@@ -427,3 +427,20 @@ def test_scope_008_superadmin_lists_subjects_and_pages_all_memories(
         gov.subjects(ROOT, cursor="not-a-cursor")
     events, _ = gov.audit(ROOT)
     assert {"oversight.subjects", "oversight.list"} <= {e.action for e in events}
+
+
+def test_life_002_a_stale_merge_changes_nothing(
+    service: MemoryService, gov: GovernanceService, alice: Principal
+) -> None:
+    """Issue 22 "stale expected_version" for merge: the survivor moved on, so the merge is 409
+    ``version_conflict`` and neither the survivor nor the duplicates change."""
+    a = service.remember(alice, "Priya likes jasmine tea").memory
+    b = service.remember(alice, "Priya enjoys jasmine tea").memory
+    service.revise(alice, a.id, "Priya likes jasmine tea, hot", expected_version=1)
+    with pytest.raises(Conflict) as stale:
+        gov.merge(alice, [a.id, b.id], "Priya likes jasmine tea", expected_version=1)
+    assert stale.value.code == "version_conflict"
+    assert [v.version for v in service.history(alice, a.id)] == [1, 2]
+    assert [(v.version, v.status) for v in service.history(alice, b.id)] == [(1, Status.ACTIVE)]
+    merged = gov.merge(alice, [a.id, b.id], "Priya likes jasmine tea", expected_version=2)
+    assert (merged.version, merged.relation) == (3, Relation.MERGES)

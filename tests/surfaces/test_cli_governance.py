@@ -169,3 +169,30 @@ def test_safe_004_jobs_cancel_and_retry_from_the_shell_are_audited(tmp_path: Pat
     assert code == 1 and "not_found" in err
     code, _, err = run("jobs", "cancel", "a/b", "--db", db)
     assert code == 1 and "invalid_id" in err
+
+
+def test_safe_004_the_audit_log_from_the_shell(tmp_path: Path) -> None:
+    """`quipu audit` pages the tenant's audit log (issue 22: every operation on the CLI too):
+    each line with its actor's role, agent and user ids; never the erased content."""
+    db = str(tmp_path / "a.db")
+    mid = _remember(db, "Ona Kestrel keeps bees on the roof")
+    assert run("erase", mid, "--reason", "request 7", "--db", db)[0] == 0
+    code, out, err = run("audit", "--db", db, "--json", "--limit", "1")
+    assert code == 0, err
+    page = json.loads(out)
+    assert [e["action"] for e in page["items"]] == ["memory.erase"] and page["next_cursor"]
+    first = page["items"][0]
+    assert (first["role"], first["agent_id"], first["user_id"], first["surface"]) == (
+        "admin",
+        "local-agent",
+        "local-user",
+        "cli",
+    )
+    code, out, _ = run("audit", "--db", db, "--json", "--cursor", page["next_cursor"])
+    actions = [e["action"] for e in json.loads(out)["items"]]
+    assert "memory.erases" in actions and "memory.created" in actions
+    assert "Kestrel" not in out
+    code, out, _ = run("audit", "--db", db)
+    assert code == 0 and "memory.erase" in out
+    code, _, err = run("audit", "--db", db, "--cursor", "x/y")
+    assert code == 1 and "invalid_cursor" in err

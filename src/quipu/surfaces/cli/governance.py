@@ -1,5 +1,5 @@
 """`quipu erase`, `erase-subject`, `reclaim`, `holds`, `review`, `restore`, `merge`, `snapshots`,
-`projects` and `subjects`: the governance use cases (issue 22) from the shell, on a store.
+`projects`, `subjects` and `audit`: the governance use cases (issue 22) from the shell, on a store.
 
 Commands act in one tenant (``--tenant``, default the ``local_tenant`` setting) as the operator
 at the shell: an admin, or for ``subjects`` a superadmin. Reviews and judgements name the person
@@ -480,6 +480,35 @@ def subjects(
     _out(data, as_json, lambda d: _table(d["items"], ["scope", "owner", "live"]))
 
 
+def audit(
+    db: Db = None,
+    config: Config = None,
+    tenant: TenantOpt = None,
+    limit: Annotated[int | None, typer.Option(help="Page size.")] = None,
+    cursor: Annotated[str | None, typer.Option(help="Next page.")] = None,
+    as_json: Json = False,
+) -> None:
+    """The tenant's audit log, newest first: who (key, role, agent, user, surface) did what to
+    which ids, and why (SAFE-4)."""
+    found, next_cursor = _act(
+        db, config, tenant, lambda rt, who: rt.governance.audit(who, cursor=cursor, limit=limit)
+    )
+    data = {"items": [e.to_dict() for e in found], "next_cursor": next_cursor}
+    _out(data, as_json, _audit_lines)
+
+
+def _audit_lines(data: dict[str, Any]) -> None:
+    """One line per event (a table would truncate the ids in a terminal)."""
+    for e in data["items"]:
+        who = f"{e['actor_key']} ({e['role']}, agent {e['agent_id']}, user {e['user_id']})"
+        why = f": {e['reason']}" if e["reason"] else ""
+        targets = ", ".join(e["target_ids"])
+        line = f"{e['seq']} {e['at']} {e['action']} by {who} via {e['surface']} on {targets}{why}"
+        console.print(escape(line), soft_wrap=True)
+    if data["next_cursor"]:
+        console.print(f"next page: --cursor {escape(data['next_cursor'])}")
+
+
 def register(app: typer.Typer) -> None:
     """Add these commands to the ``quipu`` application."""
     app.command("erase")(erase)
@@ -488,6 +517,7 @@ def register(app: typer.Typer) -> None:
     app.command("restore")(restore)
     app.command("merge")(merge)
     app.command("subjects")(subjects)
+    app.command("audit")(audit)
     app.add_typer(holds, name="holds")
     app.add_typer(review, name="review")
     app.add_typer(snapshots, name="snapshots")
