@@ -18,6 +18,7 @@ from typing import Any
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import validate
 from quipu.core.auth import Actor
+from quipu.core.governance import corroboration
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -36,7 +37,7 @@ from quipu.core.scopes import check_write, resolve_scope
 from quipu.core.text import content_hash, embedding_key, fold
 from quipu.core.versions import Change
 from quipu.embeddings.base import Embedder
-from quipu.errors import EmbeddingUnavailable, InvalidInput, QuipuError
+from quipu.errors import Conflict, EmbeddingUnavailable, InvalidInput, QuipuError
 from quipu.guard import Guard, not_found
 from quipu.guard import reason as _reason
 from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
@@ -197,7 +198,7 @@ class MemoryService:
             memory = replace(memory, status=Status.QUARANTINED)
         existing = self._live_duplicate(ref, memory)
         if existing is not None:
-            return WriteResult(existing, created=False)
+            return WriteResult(self._corroborated(principal, ref, existing, memory), created=False)
         vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
@@ -523,6 +524,22 @@ class MemoryService:
             done += len(rows)
 
     # -- helpers -----------------------------------------------------------------------------
+    def _corroborated(
+        self, principal: Principal, ref: ScopeRef, existing: MemoryVersion, memory: MemoryVersion
+    ) -> MemoryVersion:
+        """``existing``, verified on a new version when this write corroborates it (CONSOL-3,
+        :func:`~quipu.core.governance.corroboration`); as it is when it moved meanwhile."""
+        change = corroboration(existing, memory, principal, self._clock())
+        if change is None:
+            return existing
+        try:
+            return self.store.append(
+                ref, existing.id, change, existing.version, None, None, self._clock(),
+                self.limits.quota_per_owner, by=Actor.of(principal),
+            )  # fmt: skip
+        except Conflict:
+            return existing
+
     def _live_duplicate(self, ref: ScopeRef, memory: MemoryVersion) -> MemoryVersion | None:
         if memory.status is not Status.ACTIVE:
             return None

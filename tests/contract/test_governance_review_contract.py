@@ -444,3 +444,36 @@ def test_life_002_a_stale_merge_changes_nothing(
     assert [(v.version, v.status) for v in service.history(alice, b.id)] == [(1, Status.ACTIVE)]
     merged = gov.merge(alice, [a.id, b.id], "Priya likes jasmine tea", expected_version=2)
     assert (merged.version, merged.relation) == (3, Relation.MERGES)
+
+
+def test_consol_003_an_independent_explicit_write_corroborates_an_unverified_memory(
+    service: MemoryService,
+) -> None:
+    """Issue 22, CONSOL-3: an extracted (unverified) memory becomes verified when another
+    agent's key writes the same text explicitly: a new version (relation ``judges``, verdict
+    ``corroborated``) naming the corroborating key, audited with it. The same key, or another
+    key of the same agent, is not an independent source."""
+    planner = Principal("t1", "key-planner", Role.AGENT, agent_id="planner", user_id="u1")
+    run = replace(planner, key_id="key-run", parent_key_id="key-svc")
+    coach = Principal("t1", "key-coach", Role.AGENT, agent_id="coach", user_id="u1")
+    text = "Mira's train leaves at 7:40"
+    first = service.remember(planner, text, scope="user", source="extracted").memory
+    assert first.trust is Trust.UNVERIFIED
+    for same_source in (planner, run):
+        again = service.remember(same_source, text, scope="user")
+        assert not again.created and again.memory.trust is Trust.UNVERIFIED
+        assert again.memory.version == 1
+    other = service.remember(coach, text, scope="user", source="extracted")
+    assert other.memory.trust is Trust.UNVERIFIED and other.memory.version == 1  # not explicit
+    verified = service.remember(coach, text, scope="user")
+    assert not verified.created
+    m = verified.memory
+    assert (m.id, m.version, m.trust, m.relation) == (first.id, 2, Trust.VERIFIED, Relation.JUDGES)
+    assert (m.provenance.verdict, m.provenance.judged_by) == ("corroborated", "key-coach")
+    assert m.provenance.key_id == "key-planner"  # the row's own source stays its creator
+    assert service.remember(coach, text, scope="user").memory.version == 2  # once
+    lines = [(e.action, e.actor_key, e.agent_id) for e in service.store.list_audit("t1", None, 9)]
+    assert lines == [
+        ("memory.judges", "key-coach", "coach"),
+        ("memory.created", "key-planner", "planner"),
+    ]

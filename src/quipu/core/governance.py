@@ -19,12 +19,24 @@ from enum import StrEnum
 from typing import Any
 
 from quipu.core.auth import Actor
-from quipu.core.records import MemoryVersion, Provenance, Relation, Scope, ScopeRef, Status
+from quipu.core.records import (
+    MemoryVersion,
+    Principal,
+    Provenance,
+    Relation,
+    Scope,
+    ScopeRef,
+    Status,
+    Trust,
+)
+from quipu.core.versions import Change
 
 #: The outcome of a judgement (MEM-3): stamped on a new version with who judged and when.
 AFFIRMED = "affirmed"
 REFUTED = "refuted"
-VERDICTS = (AFFIRMED, REFUTED)
+#: Not a reviewer's verdict: an independent explicit write stated an unverified memory again.
+CORROBORATED = "corroborated"
+VERDICTS = (AFFIRMED, REFUTED, CORROBORATED)
 
 #: Lets a key erase memories and subjects of its tenant (LIFE-4); admins may without it.
 ERASE_GRANT = "memory:erase"
@@ -223,3 +235,24 @@ class SubjectInfo:
 
 def counts_dict(counts: Mapping[str, int]) -> dict[str, int]:
     return {k: int(v) for k, v in sorted(counts.items())}
+
+
+def corroboration(
+    existing: MemoryVersion, written: MemoryVersion, by: Principal, now: datetime
+) -> Change | None:
+    """The change that makes ``existing`` verified because ``by`` wrote it again (CONSOL-3), or
+    None. Only an independent source corroborates: an explicit (verified) write of the same
+    text by another key of another agent than the one the unverified row came from (a
+    promotion, an extractor) — the same agent saying it again is not a second source."""
+    source = existing.provenance
+    if existing.trust is not Trust.UNVERIFIED or written.trust is not Trust.VERIFIED:
+        return None
+    if by.key_id == source.key_id or (by.agent_id is not None and by.agent_id == source.agent_id):
+        return None
+    return Change(
+        actor=by.key_id,
+        relation=Relation.JUDGES,
+        reason="corroborated by an independent explicit write",
+        trust=Trust.VERIFIED,
+        provenance=replace(source, judged_by=by.key_id, judged_at=now, verdict=CORROBORATED),
+    )

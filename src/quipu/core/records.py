@@ -132,7 +132,8 @@ class Provenance:
     """The key that last affirmed or refuted this memory (MEM-3)."""
     judged_at: datetime | None = None
     verdict: str | None = None
-    """``affirmed`` or ``refuted``: the last judgement (:data:`quipu.core.governance.VERDICTS`)."""
+    """``affirmed`` or ``refuted``: the last judgement, or ``corroborated`` when an independent
+    write verified it (:data:`quipu.core.governance.VERDICTS`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
