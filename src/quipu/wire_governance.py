@@ -127,9 +127,10 @@ def oversight_list(params: dict[str, Any]) -> Call[Page]:
     return Call("GET", "/v1/admin/memories", page_from_dict, params=params)
 
 
-def oversight_forget(memory_id: str, params: dict[str, Any]) -> Call[MemoryVersion]:
-    path = "/v1/admin/memories/" + _segment(memory_id, "id")
-    return Call("DELETE", path, memory_from_dict, params=params)
+def oversight_forget(memory_id: str, body: dict[str, Any]) -> Call[MemoryVersion]:
+    """The reason travels in a body, never in a URL (issue 20 defect 4)."""
+    path = f"/v1/admin/memories/{_segment(memory_id, 'id')}/forget"
+    return Call("POST", path, memory_from_dict, json=body)
 
 
 def cancel_job(job_id: str) -> Call[Job]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio.from_thread
+import httpx
 import pytest
 
 from quipu import AsyncClient, Client
@@ -270,3 +271,42 @@ def test_api_001_client_ids_are_checked_before_a_request_is_sent(served: Served)
             for call in calls:
                 with pytest.raises(InvalidInput):
                     call(bad)
+
+
+class Recording(httpx.BaseTransport):
+    """A real HTTP transport that keeps the URL of every request it sends."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.urls: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.urls.append(str(request.url))
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_safe_004_issue20_d4_client_reasons_never_enter_a_url(served: Served) -> None:
+    """Reasons are audited text (they may name a person or a case): every governance call of
+    the client sends them in a body. Superadmin oversight forget used the DELETE route, whose
+    reason is a query parameter; the client now uses ``POST .../forget``."""
+    why = "case-ZK93 for Ona"
+    seen = Recording()
+    with (
+        Client(served.url, served.keys["writer"]) as writer,
+        Client(served.url, served.keys["admin"], transport=seen) as admin,
+        Client(served.url, served.keys["root"], tenant="t", transport=seen) as root,
+    ):
+        one = writer.remember(f"The spare key is under the mat {uuid.uuid4().hex[:6]}")
+        two = writer.remember(f"The spare key is in the shed {uuid.uuid4().hex[:6]}")
+        assert root.oversight_forget(one.id, reason=why).status.value == "unavailable"
+        hold = admin.hold("memory", two.id, reason=why)
+        admin.release_hold(hold.hold_id, reason=why)
+        admin.erase(two.id, reason=why)
+        events, _ = admin.audit(limit=20)
+    assert len(seen.urls) == 5
+    assert all("ZK93" not in url and "reason" not in url for url in seen.urls), seen.urls
+    forget = next(e for e in events if e.action == "oversight.forget")
+    assert forget.reason == why and forget.target_ids == (one.id,)

@@ -324,4 +324,22 @@ def oversight_list(
 def oversight_forget(
     memory_id: str, gov: Gov, who: Who, reason: str | None = None
 ) -> SafeJSONResponse:
+    """Kept for clients that cannot send a body with DELETE; a reason here travels in the URL,
+    so prefer ``POST /v1/admin/memories/{id}/forget``."""
     return SafeJSONResponse(gov.oversight_forget(who, memory_id, reason=reason).to_dict())
+
+
+class OversightForgetBody(Body):
+    reason: str | None = Field(None, description="Why (audited).")
+
+
+@router.post(
+    "/admin/memories/{memory_id}/forget",
+    response_model=Json,
+    summary="Forget any memory, the reason in the body (superadmin oversight)",
+)
+def oversight_forget_with_body(
+    memory_id: str, body: OversightForgetBody, gov: Gov, who: Who
+) -> SafeJSONResponse:
+    """The reason never enters a URL or an access log (issue 20 defect 4)."""
+    return SafeJSONResponse(gov.oversight_forget(who, memory_id, reason=body.reason).to_dict())
