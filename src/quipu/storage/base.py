@@ -265,6 +265,10 @@ class Store(Protocol):
         self, tenant_id: str | None, status: JobStatus | None, limit: int
     ) -> list[Job]: ...
 
+    def queue_stats(self) -> dict[str, tuple[int, datetime | None]]:
+        """For each active job status (``queued``, ``running``): how many jobs, and when the
+        oldest of them was created (``None`` when there are none); read by ``/metrics``."""
+
     def reserve_budget(self, tenant_id: str, window_start: datetime, limit: int) -> bool: ...
 
     def release_budget(self, tenant_id: str, window_start: datetime) -> None:

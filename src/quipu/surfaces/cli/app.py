@@ -135,7 +135,7 @@ def serve(
             "as the local principal; bind 127.0.0.1, or start with --auth (API keys required)"
         )
         raise typer.Exit(2)
-    logging_config = configure_logging(settings.log_level)
+    logging_config = configure_logging(settings.log_level, settings.log_format)
     try:
         api, runtime = build_server(settings)
     except QuipuError as exc:
@@ -159,17 +159,19 @@ def serve(
     if processes_count > 1:
         # The store is open and migrated; each worker process builds its own server from the
         # same settings (surfaces.http.server.app_from_environment).
-        from quipu.surfaces.http.workers import run_workers
+        from quipu.surfaces.http.workers import run_workers, share_metrics
 
         runtime.close()
         hand_to_workers(settings)
-        run_workers(
-            WORKER_FACTORY,
-            workers=processes_count,
-            host=settings.host,
-            port=settings.port,
-            log_level=settings.log_level,
-        )
+        with share_metrics():
+            run_workers(
+                WORKER_FACTORY,
+                workers=processes_count,
+                host=settings.host,
+                port=settings.port,
+                log_level=settings.log_level,
+                log_format=settings.log_format,
+            )
         return
     if settings.worker_embedded:
         runtime.worker.start()
@@ -196,7 +198,7 @@ def mcp_(db: Db = None, config: Config = None) -> None:
     from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 
     settings = _settings(db, config)
-    configure_logging(settings.log_level)  # stderr, never Rich; stdout is the protocol
+    configure_logging(settings.log_level, settings.log_format)  # stderr; stdout is the protocol
     try:
         service = build_service(settings)
         runtime = build_runtime(settings, service)

@@ -13,7 +13,9 @@ from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.guard import RequestGuard
-from quipu.surfaces.http.routers import admin, health, memories, recall, sessions, transfer
+from quipu.surfaces.http.observe import RequestContext, route_templates
+from quipu.surfaces.http.openapi import declare_bearer
+from quipu.surfaces.http.routers import admin, health, memories, ops, recall, sessions, transfer
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.version import __version__
 
@@ -40,6 +42,8 @@ def create_app(
         version=__version__,
         description="Memory for AI agents: versioned, bi-temporal, tenant-isolated, hybrid recall.",
         default_response_class=SafeJSONResponse,
+        docs_url=None,  # served from bundled files by routers.ops.install_docs (no CDN)
+        redoc_url=None,
     )
     app.state.service = service
     app.state.resolve_principal = resolve_principal
@@ -48,7 +52,12 @@ def create_app(
     errors.install(app)
 
     app.add_middleware(RequestGuard, limit=max_body_bytes, resolver=resolve_principal)
+    # outermost: the request id, the request's log line and its metrics
+    app.add_middleware(RequestContext, templates=lambda: route_templates(app))
     app.include_router(health.router)
+    app.include_router(ops.router)
+    ops.install_docs(app)
+    declare_bearer(app)
     for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     return app

@@ -31,6 +31,8 @@ from quipu.fanout import recall_across
 from quipu.jobs.visibility import job_handle
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
+from quipu.surfaces import metrics
+from quipu.surfaces.forgetting import forget_once
 from quipu.surfaces.http.encoding import clean_text, json_safe
 from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
@@ -265,6 +267,7 @@ def create_mcp_server(
                 result = recall_across(service, who, query, scopes, k=k, **filters)
             else:
                 result = service.recall(who, query, scope=scope, k=k, **filters)
+            metrics.observe_recall(result.meta)
             extra = check_fields(fields)
             if verbose:
                 view = recall_view(result, verbose=True, fields=extra)
@@ -396,8 +399,11 @@ def create_mcp_server(
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
-            lambda who: service.forget(
-                who, memory_id, reason=reason, expected_version=expected_version
+            lambda who: forget_once(
+                lambda: service.forget(
+                    who, memory_id, reason=reason, expected_version=expected_version
+                ),
+                lambda: service.history(who, memory_id),
             ).to_dict(),
         )
 
@@ -527,6 +533,7 @@ def _clean(text: str) -> str:
 
 def _failure(exc: QuipuError) -> CallToolResult:
     """A tool error: text ``"<code>: <message>"`` plus the HTTP error envelope as structure."""
+    metrics.observe_refusal(exc.code, "mcp")
     envelope = exc.to_dict()
     if isinstance(exc, LimitExceeded) and exc.retry_after is not None:
         envelope["error"]["details"] = {**exc.details, "retry_after": exc.retry_after}

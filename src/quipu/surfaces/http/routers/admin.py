@@ -8,11 +8,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from quipu.auth.access import Access
-from quipu.core.records import Principal
+from quipu.core.records import MemoryVersion, Principal
 from quipu.errors import InvalidInput, NotFound
 from quipu.memories import MemoryService
+from quipu.surfaces.forgetting import forget_once
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.responses import AuditPageOut, MemoryOut, MemoryPageOut, TokenOut
 from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["access"])
@@ -35,7 +37,7 @@ def _access(request: Request) -> Access:
 
 
 @router.post(
-    "/tokens", status_code=201, response_model=Json, summary="Mint a run token (service keys)"
+    "/tokens", status_code=201, response_model=TokenOut, summary="Mint a run token (service keys)"
 )
 def mint_token(body: TokenBody, who: Who, svc: Svc, request: Request) -> SafeJSONResponse:
     svc.guard.admit_write(who)  # minting spends from the service key's bucket (defect 12)
@@ -56,7 +58,7 @@ def _ttl(seconds: int) -> timedelta:
         ) from None
 
 
-@router.get("/audit", response_model=Json, summary="The tenant's audit log (admins)")
+@router.get("/audit", response_model=AuditPageOut, summary="The tenant's audit log (admins)")
 def audit(
     svc: Svc,
     who: Who,
@@ -69,7 +71,7 @@ def audit(
 
 @router.get(
     "/admin/memories",
-    response_model=Json,
+    response_model=MemoryPageOut,
     summary="List any subject's memories (superadmin oversight)",
 )
 def oversight_list(
@@ -88,10 +90,16 @@ def oversight_list(
 
 @router.delete(
     "/admin/memories/{memory_id}",
-    response_model=Json,
+    response_model=MemoryOut,
     summary="Forget any memory (superadmin oversight)",
 )
 def oversight_forget(
     memory_id: str, svc: Svc, who: Who, reason: str | None = None
 ) -> SafeJSONResponse:
-    return SafeJSONResponse(svc.oversight_forget(who, memory_id, reason=reason).to_dict())
+    def versions() -> list[MemoryVersion]:
+        ref = svc.store.locate(who.tenant_id, memory_id)
+        return [] if ref is None else svc.store.history(ref, memory_id)
+
+    return SafeJSONResponse(
+        forget_once(lambda: svc.oversight_forget(who, memory_id, reason=reason), versions).to_dict()
+    )

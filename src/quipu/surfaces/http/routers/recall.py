@@ -3,7 +3,7 @@ unless the caller asks for more (issue 27)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Depends, Request
@@ -13,16 +13,16 @@ from quipu.core.views import check_fields, recall_view
 from quipu.errors import InvalidInput
 from quipu.fanout import recall_across
 from quipu.memories import MemoryService
+from quipu.surfaces import metrics
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.responses import RecallOut
 from quipu.surfaces.http.schemas import RecallBody
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 
 
-@router.post(
-    "/recall", summary="Recall memories relevant to a query", response_model=dict[str, Any]
-)
+@router.post("/recall", summary="Recall memories relevant to a query", response_model=RecallOut)
 async def recall(
     body: RecallBody,
     request: Request,
@@ -50,6 +50,7 @@ async def recall(
             )
         # The hottest route: its dict is JSON-ready, so it is encoded once here instead of
         # walked again by FastAPI's jsonable_encoder (~0.6 ms).
+        metrics.observe_recall(result.meta)
         return SafeJSONResponse(recall_view(result, verbose=body.verbose, fields=fields))
 
     return await anyio.to_thread.run_sync(run, limiter=_recall_limiter(request, svc))
