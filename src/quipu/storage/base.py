@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from quipu.core.auth import AuditEvent, Credential, Tenant
+from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, WriteResult
@@ -277,6 +278,22 @@ class Store(Protocol):
     def take_rate_token(self, key_id: str, rate: float, burst: int, now: datetime) -> float:
         """One token of the key's write bucket, shared by every process on this store:
         0.0 when admitted, else the seconds until one is available (MEM-5)."""
+
+    # -- idempotency keys of HTTP writes (issue 27) -------------------------------------------
+    def claim_idempotency(
+        self, scope: IdempotencyScope, fingerprint: str, now: datetime, expires_at: datetime
+    ) -> StoredAnswer | None:
+        """Claim ``scope``'s key for a request with ``fingerprint``: ``None`` when it was free
+        (or its row expired: the tenant's expired rows are pruned first), else the row as
+        stored (still running when its status is ``None``). One transaction."""
+
+    def finish_idempotency(
+        self, scope: IdempotencyScope, status: int, headers: list[tuple[str, str]], body: bytes
+    ) -> None:
+        """Store the answer of the request that claimed ``scope``'s key."""
+
+    def release_idempotency(self, scope: IdempotencyScope) -> None:
+        """Forget an unfinished claim (the request failed or its answer is not kept)."""
 
     def maintain(self) -> dict[str, list[str]]:
         """Idempotent upkeep a backend needs as scopes grow (e.g. per-scope ANN indexes);

@@ -34,6 +34,7 @@ DISTRIBUTED = (
     "model_budget",
     "sessions",
     "session_owners",
+    "idempotency_keys",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

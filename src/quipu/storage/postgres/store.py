@@ -40,6 +40,7 @@ from quipu.storage.decode import decode_row, decode_rows, loads
 from quipu.storage.postgres import bulk
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.filters import filter_where, scope_where
+from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.migrate import migrate
 from quipu.storage.postgres.rows import (
     COLUMNS,
@@ -69,7 +70,7 @@ _CHUNK = 1000
 _PIN_LOCK = 0x7170696E
 
 
-class PostgresStore(ControlTables, WorkTables):
+class PostgresStore(ControlTables, WorkTables, IdempotencyTables):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
     def __init__(

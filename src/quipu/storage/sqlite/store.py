@@ -41,6 +41,7 @@ from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
+from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import (
     COLUMNS,
@@ -61,7 +62,7 @@ _CHUNK = 500
 _LOG_KEPT = 1024
 
 
-class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
+class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, IdempotencyTables):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(

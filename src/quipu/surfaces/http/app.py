@@ -13,6 +13,7 @@ from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.guard import RequestGuard
+from quipu.surfaces.http.idempotency import Idempotency
 from quipu.surfaces.http.observe import RequestContext, route_templates
 from quipu.surfaces.http.openapi import declare_bearer
 from quipu.surfaces.http.routers import admin, health, memories, ops, recall, sessions, transfer
@@ -34,6 +35,7 @@ def create_app(
     max_body_bytes: int = 1_048_576,
     access: Access | None = None,
     runtime: Runtime | None = None,
+    idempotency_ttl_seconds: int = 86_400,
 ) -> FastAPI:
     """The HTTP API. ``resolve_principal`` turns a request's headers into its principal; the
     guard (:class:`RequestGuard`) calls it for every ``/v1`` request before the body is read."""
@@ -51,6 +53,8 @@ def create_app(
     app.state.runtime = runtime
     errors.install(app)
 
+    # inside the guard: the principal is known and the body bounded before a key is claimed
+    app.add_middleware(Idempotency, store=service.store, ttl_seconds=idempotency_ttl_seconds)
     app.add_middleware(RequestGuard, limit=max_body_bytes, resolver=resolve_principal)
     # outermost: the request id, the request's log line and its metrics
     app.add_middleware(RequestContext, templates=lambda: route_templates(app))

@@ -188,3 +188,8 @@ class HealthOut(Answer):
     backend: str
     vector_search: str
     embedder: str | None
+
+
+class ReadyOut(Answer):
+    status: str = Field(description="ready, or unavailable (503).")
+    checks: dict[str, dict[str, Any]] = Field(description="store and embedder: ok, and why not.")

@@ -50,7 +50,13 @@ def build_server(
     limit = settings.max_body_bytes
     if not settings.auth:
         resolver = local_resolver(local_principal(settings, "http"))
-        app = create_app(service, resolver, max_body_bytes=limit, runtime=runtime)
+        app = create_app(
+            service,
+            resolver,
+            max_body_bytes=limit,
+            runtime=runtime,
+            idempotency_ttl_seconds=settings.idempotency_ttl_seconds,
+        )
         mcp_principal = local_principal(settings, "mcp")
         mount_mcp(
             app,
@@ -65,7 +71,12 @@ def build_server(
     )
     access = build_access(settings, service.store)
     app = create_app(
-        service, bearer_resolver(access), max_body_bytes=limit, access=access, runtime=runtime
+        service,
+        bearer_resolver(access),
+        max_body_bytes=limit,
+        access=access,
+        runtime=runtime,
+        idempotency_ttl_seconds=settings.idempotency_ttl_seconds,
     )
     mount_mcp(
         app,
