@@ -480,9 +480,7 @@ def test_api_003_session_tools_through_quipu_serve(
             queued = await ok(client, "memory_promote", session_id="c1")
             assert queued["created"] is True
             runtime.worker.drain()
-            found = await recalled(
-                client, query="where does the user live", scope="agent_user"
-            )
+            found = await recalled(client, query="where does the user live", scope="agent_user")
             assert "Porto" in found["results"][0]["memory"]["text"]
 
     try:
