@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from quipu.core.auth import AuditEvent, Credential, Tenant
 from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
+from quipu.core.portable import PortableSession
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, WriteResult
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
@@ -302,6 +303,21 @@ class Store(Protocol):
     def storage_bytes(self) -> int:
         """Bytes the store occupies on disk (files, or the database), for size-per-memory
         figures."""
+
+    # -- whole-store export and import (OPS-2) -------------------------------------------------
+    def export_sessions(self, tenant_id: str | None) -> Iterator[PortableSession]:
+        """Every session (of one tenant, or all), with its turns, writer and watermark."""
+
+    def import_sessions(self, sessions: Iterable[PortableSession]) -> int:
+        """Insert exported sessions verbatim, skipping turns and watermarks present; the
+        bounds' counters grow by what was added. Returns the turns added."""
+
+    def export_audit(self, tenant_id: str | None) -> Iterator[AuditEvent]:
+        """The audit log (of one tenant, or all), oldest first."""
+
+    def import_audit(self, events: Iterable[AuditEvent]) -> int:
+        """Append exported audit events, skipping any already present (same tenant, time,
+        actor, action and targets). Returns how many were added."""
 
     def export_versions(
         self, tenant_id: str | None

@@ -42,6 +42,7 @@ from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.migrate import migrate
+from quipu.storage.postgres.portable import PortableTables
 from quipu.storage.postgres.rows import (
     COLUMNS,
     INSERT_SQL,
@@ -70,7 +71,7 @@ _CHUNK = 1000
 _PIN_LOCK = 0x7170696E
 
 
-class PostgresStore(ControlTables, WorkTables, IdempotencyTables):
+class PostgresStore(ControlTables, WorkTables, IdempotencyTables, PortableTables):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
     def __init__(

@@ -24,7 +24,7 @@ from quipu.errors import QuipuError
 from quipu.memories import MemoryService
 from quipu.remote import MemoryClient
 from quipu.settings import Settings
-from quipu.surfaces.cli import access, bench, jobs, target
+from quipu.surfaces.cli import access, bench, jobs, portable, target
 from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
 
@@ -38,6 +38,8 @@ app.add_typer(access.tokens, name="tokens")
 app.add_typer(jobs.jobs, name="jobs")
 app.add_typer(eval_cli.app, name="eval")
 app.command()(jobs.worker)
+app.command("export")(portable.export_)
+app.command("import")(portable.import_)
 console = Console()
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -439,53 +441,6 @@ def supersede(
         lambda m: m.supersede(old_id, new_id, reason=reason, expected_version=expected_version),
     )
     _print(memory.to_dict(), as_json, lambda d: console.print(f"{d['id']} superseded"))
-
-
-@app.command("export")
-def export_(
-    db: Db = None,
-    config: Config = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="File to write (JSON Lines).")] = Path(
-        "quipu-export.jsonl"
-    ),
-) -> None:
-    """Export every version (with vectors) to JSON Lines."""
-    from quipu import transfer
-
-    def action(s: MemoryService, st: Settings) -> int:
-        count = 0
-        with out.open("w", encoding="utf-8") as fh, _progress() as bar:
-            task = bar.add_task("exporting", total=None)
-            for count in transfer.write(fh, s.export(local_principal(st, "cli"))):
-                bar.update(task, completed=count)
-        return count
-
-    count = _run(db, config, action)
-    console.print(f"exported {count} versions to {out}")
-
-
-@app.command("import")
-def import_(
-    file: Path,
-    db: Db = None,
-    config: Config = None,
-) -> None:
-    """Import a JSON Lines export (ids, versions, times and vectors are kept)."""
-    from quipu import transfer
-
-    def action(s: MemoryService, st: Settings) -> int:
-        with file.open(encoding="utf-8") as fh, _progress() as bar:
-            task = bar.add_task("importing", total=None)
-
-            def lines() -> Any:
-                for n, line in enumerate(fh):
-                    bar.update(task, completed=n)
-                    yield line
-
-            return s.import_(local_principal(st, "cli"), transfer.read(lines()))
-
-    count = _run(db, config, action)
-    console.print(f"imported {count} versions from {file}")
 
 
 @app.command()

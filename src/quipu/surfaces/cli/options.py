@@ -49,8 +49,7 @@ SettingOverrides = Annotated[
 def fail(exc: QuipuError, exit_code: int) -> NoReturn:
     """Print ``code: message`` on stderr and end the command with ``exit_code``. The message
     is printed as text (never as markup) with any credential in it masked."""
-    label = "configuration error" if isinstance(exc, ConfigurationError) else exc.code
-    err.print(f"[red]{escape(label)}:[/red] {escape(mask_credentials(exc.message))}")
+    err.print(f"[red]{escape(exc.code)}:[/red] {escape(mask_credentials(exc.message))}")
     raise typer.Exit(exit_code)
 
 
