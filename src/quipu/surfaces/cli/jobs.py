@@ -7,18 +7,17 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from quipu.composition import build_runtime, build_service
-from quipu.core import validate
-from quipu.core.jobs import JobStatus
 from quipu.errors import QuipuError
-from quipu.runtime import Runtime
 from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from quipu.runtime import Runtime
 
 jobs = typer.Typer(help="Inspect, cancel and retry durable jobs.", no_args_is_help=True)
 console = Console()
@@ -26,6 +25,8 @@ err = Console(stderr=True)
 
 
 def _runtime(db: str | None, config: Path | None) -> Runtime:
+    from quipu.composition import build_runtime, build_service
+
     settings = settings_or_exit(db, config)
     try:
         return build_runtime(settings, build_service(settings))
@@ -65,6 +66,9 @@ def jobs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List jobs, newest first."""
+    from quipu.core import validate
+    from quipu.core.jobs import JobStatus
+
     rt = _runtime(db, config)
     try:
         wanted = None if status is None else validate.enum(JobStatus, status, field="status")

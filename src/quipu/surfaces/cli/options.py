@@ -7,17 +7,18 @@ from __future__ import annotations
 import getpass
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 
-from quipu.composition import API_KEY_ENV, database_kind, load_settings, server_key
 from quipu.core.urls import mask_credentials
 from quipu.errors import ConfigurationError, QuipuError
-from quipu.settings import Settings, is_secret
+
+if TYPE_CHECKING:
+    from quipu.settings import Settings
 
 err = Console(stderr=True)
 
@@ -58,6 +59,8 @@ def settings_or_exit(
 ) -> Settings:
     """Settings from defaults, the file, the environment and these flags; exit 2 if invalid,
     or if ``database`` is a server URL and the command needs a store (not ``server_ok``)."""
+    from quipu.composition import database_kind, load_settings
+
     try:
         settings = load_settings({"database": db, **overrides}, config_file=config)
     except ConfigurationError as exc:
@@ -92,6 +95,8 @@ def checked_key(value: str | None, source: str) -> str | None:
 
 def env_key() -> str | None:
     """The key in ``QUIPU_API_KEY`` (checked; exit 2 when malformed), or None."""
+    from quipu.composition import API_KEY_ENV, server_key
+
     try:
         return checked_key(server_key(), API_KEY_ENV)
     except ConfigurationError as exc:
@@ -102,6 +107,8 @@ def key_or_exit(flag: str | None, from_stdin: bool) -> str:
     """A key for a command that needs one: ``--key-stdin`` reads the first line of standard
     input (a prompt without echo on a terminal), else ``--key`` (warned: a command line is
     visible to every user of the machine), else ``QUIPU_API_KEY``. Exit 2 when none is given."""
+    from quipu.composition import API_KEY_ENV, server_key
+
     try:
         if flag is not None and from_stdin:
             raise ConfigurationError("give the key with --key or with --key-stdin, not both")
@@ -127,6 +134,9 @@ def key_or_exit(flag: str | None, from_stdin: bool) -> str:
 
 def parse_overrides(items: list[str] | None) -> dict[str, str]:
     """``--set NAME=VALUE`` items as settings overrides, checked against the settings model."""
+    from quipu.composition import load_settings
+    from quipu.settings import is_secret
+
     overrides: dict[str, str] = {}
     for item in items or []:
         name, sep, value = item.partition("=")
