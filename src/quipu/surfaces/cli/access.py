@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from quipu.errors import QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, key_or_exit, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, fail, key_or_exit, rows_table, settings_or_exit
 
 if TYPE_CHECKING:
     from quipu.core.records import Principal
@@ -46,10 +45,7 @@ def _out(data: Any, as_json: bool, columns: list[str]) -> None:
         sys.stdout.write(json.dumps(data, default=str) + "\n")
         return
     rows = data if isinstance(data, list) else [data]
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*[str(row.get(c, "")) for c in columns])
-    console.print(table)
+    console.print(rows_table(rows, columns, console.width))
 
 
 @tenants.command("create")
@@ -99,6 +95,9 @@ def keys_create(
     db: Db = None,
     config: Config = None,
     as_json: Json = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the secret (for scripts).")
+    ] = False,
 ) -> None:
     """Create an API key. The secret is printed once; only its hash is stored."""
     expires = None if expires_days is None else datetime.now(UTC) + timedelta(days=expires_days)
@@ -116,6 +115,9 @@ def keys_create(
         ),
     )
     data = {**credential.to_dict(), "secret": secret}
+    if quiet:
+        sys.stdout.write(secret + "\n")
+        return
     if as_json:
         _out(data, True, [])
         return
@@ -144,10 +146,15 @@ def keys_list(tenant: Tenant, db: Db = None, config: Config = None, as_json: Jso
 
 
 @keys.command("revoke")
-def keys_revoke(key_id: str, tenant: Tenant, db: Db = None, config: Config = None) -> None:
+def keys_revoke(
+    key_id: str, tenant: Tenant, db: Db = None, config: Config = None, as_json: Json = False
+) -> None:
     """Revoke a key; it stops working on the next request, and so do its run tokens."""
     _with_access(db, config, lambda a: a.revoke_key(tenant, key_id))
-    console.print(f"revoked {key_id}")
+    if as_json:
+        _out({"revoked": key_id, "tenant_id": tenant}, True, [])
+        return
+    console.print(f"revoked {key_id}", markup=False)
 
 
 @tokens.command("mint")

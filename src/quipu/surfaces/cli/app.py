@@ -16,13 +16,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from quipu.core.urls import mask_credentials
 from quipu.errors import QuipuError
 from quipu.surfaces.cli import access, bench, jobs, portable, target
 from quipu.surfaces.cli import eval as eval_cli
-from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, env_key, fail, rows_table, settings_or_exit
 
 if TYPE_CHECKING:
     from quipu.memories import MemoryService
@@ -104,10 +103,7 @@ def _print(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*[escape(str(row.get(c, ""))) for c in columns])
-    console.print(table)
+    console.print(rows_table(rows, columns, console.width))
 
 
 @app.command()
@@ -239,6 +235,9 @@ def remember(
     valid_at: Annotated[str | None, typer.Option(help="When it became true.")] = None,
     invalid_at: Annotated[str | None, typer.Option(help="When it stops being true.")] = None,
     as_json: Json = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the memory's id (for scripts).")
+    ] = False,
 ) -> None:
     """Remember TEXT."""
     result = _memories(
@@ -257,6 +256,9 @@ def remember(
         ),
     )
     data = {"memory": result.memory.to_dict(), "created": result.created}
+    if quiet:
+        sys.stdout.write(result.memory.id + "\n")
+        return
     _print(
         data,
         as_json,
@@ -466,10 +468,12 @@ def migrate(
 
 
 @app.command()
-def reindex(db: Db = None, config: Config = None) -> None:
+def reindex(db: Db = None, config: Config = None, as_json: Json = False) -> None:
     """Embed rows stored without a vector (embedder was down, deferred, or another model)."""
     count = _run(db, config, lambda s, _st: s.embed_pending())
-    console.print(f"embedded {count} memories")
+    _print(
+        {"embedded": count}, as_json, lambda d: console.print(f"embedded {d['embedded']} memories")
+    )
 
 
 @app.command()

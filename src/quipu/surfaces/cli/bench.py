@@ -263,6 +263,7 @@ def compare(
         typer.Option("--k", min=1, help="Cut-offs (repeatable; default 5 and 10)."),
     ] = None,
     out: Out = None,
+    as_json: AsJson = False,
 ) -> None:
     """Two `locomo`/`longmemeval` runs with --details, question by question: for each
     metric, the questions the second run gains and loses, and the exact sign test."""
@@ -289,10 +290,14 @@ def compare(
             str(len(row.lost)),
             f"{row.p_value:.3g}",
         )
-    Console().print(table)
+    result = {"before": str(before), "after": str(after), "system": system}
+    full = {**result, "metrics": [asdict(row) for row in rows]}
+    if as_json:
+        print(json.dumps(full, default=str))
+    else:
+        Console().print(table)
     if out is not None:
-        result = {"before": str(before), "after": str(after), "system": system}
-        _write_json({**result, "metrics": [asdict(row) for row in rows]}, out)
+        _write_json(full, out)
 
 
 def _dataset(data: Path | None, name: str) -> Path:

@@ -205,6 +205,7 @@ def generate(
     conversations: Annotated[
         int, typer.Option(min=1, max=10_000, help="Conversations (about 100 turns each).")
     ] = DEFAULT_CONVERSATIONS,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Write the seeded synthetic retrieval corpus (EVAL-1): multi-session conversations, the
     queries, and the sealed relevance judgements in their own file."""
@@ -214,6 +215,18 @@ def generate(
     paths = synthetic.write_corpus(corpus, out)
     sessions = sum(len(chat.sessions) for chat in corpus.conversations)
     turns = sum(len(chat.turns()) for chat in corpus.conversations)
+    if as_json:
+        summary = {
+            "seed": seed,
+            "conversations": len(corpus.conversations),
+            "sessions": sessions,
+            "turns": turns,
+            "queries": len(corpus.queries),
+            "tiers": corpus.tier_counts(),
+            "files": [str(p) for p in paths],
+        }
+        print(json.dumps(summary))
+        return
     console.print(
         f"seed {seed}: {len(corpus.conversations)} conversations, {sessions} sessions, "
         f"{turns} turns, {len(corpus.queries)} queries"

@@ -11,10 +11,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from quipu.errors import QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+from quipu.surfaces.cli.options import (
+    AsJson,
+    Config,
+    Db,
+    fail,
+    print_json,
+    rows_table,
+    settings_or_exit,
+)
 
 if TYPE_CHECKING:
     from quipu.runtime import Runtime
@@ -38,6 +45,7 @@ def worker(
     db: Db = None,
     config: Config = None,
     once: Annotated[bool, typer.Option("--once", help="Run due jobs, then exit.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Run a job worker: promotion, sweeps, pruning, embedding backfill. Several workers may
     share one store; a job is held by one worker at a time (lease + fencing token)."""
@@ -46,7 +54,10 @@ def worker(
         if once:
             rt.worker.schedule()
             done = rt.worker.drain()
-            console.print(f"ran {done} job(s)")
+            if as_json:
+                print_json({"ran": done})
+            else:
+                console.print(f"ran {done} job(s)")
             return
         console.print(f"worker {rt.worker.name} running; Ctrl-C to stop")
         signal.signal(signal.SIGTERM, lambda *_: rt.worker.stop(0))
@@ -85,25 +96,22 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
         sys.stdout.write(json.dumps(rows, default=str) + "\n")
         return
     cols = ["job_id", "tenant_id", "kind", "status", "attempts", "last_error", "updated_at"]
-    table = Table(*cols)
-    for row in rows:
-        table.add_row(*[str(row.get(c, "")) for c in cols])
-    console.print(table)
+    console.print(rows_table(rows, cols, console.width))
 
 
 @jobs.command("cancel")
-def jobs_cancel(job_id: str, db: Db = None, config: Config = None) -> None:
+def jobs_cancel(job_id: str, db: Db = None, config: Config = None, as_json: AsJson = False) -> None:
     """Cancel a queued or running job (a running holder loses its lease)."""
-    _act(db, config, lambda rt: rt.queue.cancel(job_id), "cancelled")
+    _act(db, config, lambda rt: rt.queue.cancel(job_id), "cancelled", as_json)
 
 
 @jobs.command("retry")
-def jobs_retry(job_id: str, db: Db = None, config: Config = None) -> None:
+def jobs_retry(job_id: str, db: Db = None, config: Config = None, as_json: AsJson = False) -> None:
     """Queue a failed or cancelled job again."""
-    _act(db, config, lambda rt: rt.queue.retry(job_id), "queued")
+    _act(db, config, lambda rt: rt.queue.retry(job_id), "queued", as_json)
 
 
-def _act(db: str | None, config: Path | None, action: Any, verb: str) -> None:
+def _act(db: str | None, config: Path | None, action: Any, verb: str, as_json: bool) -> None:
     rt = _runtime(db, config)
     try:
         job = action(rt)
@@ -111,4 +119,7 @@ def _act(db: str | None, config: Path | None, action: Any, verb: str) -> None:
         fail(exc, 1)
     finally:
         rt.close()
-    console.print(f"{job.job_id}: {job.status.value} ({verb})")
+    if as_json:
+        print_json(job.to_dict())
+        return
+    console.print(f"{job.job_id}: {job.status.value} ({verb})", markup=False)

@@ -5,14 +5,17 @@ environment or standard input, and progress bars."""
 from __future__ import annotations
 
 import getpass
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.progress import Progress, TaskID
+from rich.table import Table
+from rich.text import Text
 
 from quipu.core.urls import mask_credentials
 from quipu.errors import ConfigurationError, QuipuError
@@ -37,6 +40,7 @@ Db = Annotated[
     ),
 ]
 Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 SettingOverrides = Annotated[
     list[str] | None,
     typer.Option(
@@ -45,6 +49,40 @@ SettingOverrides = Annotated[
         "shipped defaults.",
     ),
 ]
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+def rows_table(rows: list[dict[str, Any]], columns: list[str], width: int) -> RenderableType:
+    """``rows`` as a table whose id columns (``id``, ``*_id``) are never cut (issue 27): they
+    never wrap and are as wide as their longest value; other columns wrap. When the terminal
+    (``width`` columns) cannot hold the ids and a few characters of each other column, each
+    row is printed as ``name: value`` lines instead. Cells are text, never markup."""
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max([len(name)] + [len(r[i]) for r in cells]) for i, name in enumerate(columns)]
+    ids = [name == "id" or name.endswith("_id") for name in columns]
+    needed = sum(w if is_id else min(w, 8) for w, is_id in zip(widths, ids, strict=True))
+    if needed + 3 * len(columns) + 1 > width:
+        lines: list[Text] = []
+        for row in cells:
+            lines += [Text(f"{name}: {value}") for name, value in zip(columns, row, strict=True)]
+            lines.append(Text(""))
+        return Group(*lines)
+    table = Table()
+    for name, widest, is_id in zip(columns, widths, ids, strict=True):
+        if is_id:
+            table.add_column(name, no_wrap=True, min_width=widest, overflow="ignore")
+        else:
+            table.add_column(name, overflow="fold", min_width=min(widest, 8))
+    for row in cells:
+        table.add_row(*[Text(value) for value in row])
+    return table
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def fail(exc: QuipuError, exit_code: int) -> NoReturn:
