@@ -75,9 +75,10 @@ def test_api_004_json_for_scripts(tmp_path: Path) -> None:
     assert json.loads(runner.invoke(app, ["reindex", "--db", db, "--json"]).stdout) == {
         "embedded": 0
     }
-    assert json.loads(runner.invoke(app, ["worker", "--once", "--db", db, "--json"]).stdout)[
-        "ran"
-    ] >= 0
+    assert (
+        json.loads(runner.invoke(app, ["worker", "--once", "--db", db, "--json"]).stdout)["ran"]
+        >= 0
+    )
     runner.invoke(app, ["tenants", "create", "acme", "--db", db])
     made = json.loads(
         runner.invoke(
