@@ -54,7 +54,9 @@ def create_app(
     errors.install(app)
 
     # inside the guard: the principal is known and the body bounded before a key is claimed
-    app.add_middleware(Idempotency, store=service.store, ttl_seconds=idempotency_ttl_seconds)
+    app.add_middleware(
+        Idempotency, store=lambda: app.state.service.store, ttl_seconds=idempotency_ttl_seconds
+    )
     app.add_middleware(RequestGuard, limit=max_body_bytes, resolver=resolve_principal)
     # outermost: the request id, the request's log line and its metrics
     app.add_middleware(RequestContext, templates=lambda: route_templates(app))

@@ -17,6 +17,7 @@ principal is known and its body already bounded and screened). For a ``POST`` un
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from starlette.concurrency import run_in_threadpool
@@ -45,10 +46,15 @@ KEPT_HEADERS = frozenset({b"content-type", b"location", b"retry-after"})
 
 
 class Idempotency:
-    def __init__(self, app: ASGIApp, *, store: Store, ttl_seconds: int) -> None:
+    def __init__(self, app: ASGIApp, *, store: Callable[[], Store], ttl_seconds: int) -> None:
         self.app = app
-        self.store = store
+        self._store = store
         self.ttl = timedelta(seconds=ttl_seconds)
+
+    @property
+    def store(self) -> Store:
+        """The service's store, looked up per request (the app may be built before it)."""
+        return self._store()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = [v for n, v in scope.get("headers", []) if n == HEADER]
