@@ -244,9 +244,7 @@ def test_scope_007_isolation_matrix(world: World, degraded: bool) -> None:
         mine = c.post(
             "/v1/recall", json={"query": query, "scope": scope}, headers=world.h("t.a")
         ).json()
-        assert mine["meta"]["fallback"] is degraded and mid in [
-            h["id"] for h in mine["results"]
-        ]
+        assert mine["meta"]["fallback"] is degraded and mid in [h["id"] for h in mine["results"]]
         for outsider in ("t.b", "u.a", "u.b"):
             seen = _paths(c, world.h(outsider), mid, scope, query)
             assert seen["recall"] == [] and seen["recall_total"] == 0 and seen["list"] == [], (
