@@ -346,6 +346,26 @@ def test_api_002_real_answers_match_their_models(svc: MemoryService) -> None:
             responses.RecallOut.model_validate(http.post("/v1/recall", json=body).json())
         responses.AuditPageOut.model_validate(http.get("/v1/audit").json())
         responses.HealthOut.model_validate(http.get("/healthz").json())
+        # the governance plane's answers (issue 22) are typed too
+        hold = http.post("/v1/holds", json={"kind": "subject", "target": "u9", "reason": "case"})
+        responses.HoldOut.model_validate(hold.json(), strict=False)
+        responses.HoldsOut.model_validate(http.get("/v1/holds").json())
+        lifted = http.post(f"/v1/holds/{hold.json()['hold_id']}/release", json={"reason": "over"})
+        responses.HoldOut.model_validate(lifted.json())
+        made = http.post("/v1/projects", json={"project_id": "apollo", "name": "Apollo"})
+        responses.ProjectOut.model_validate(made.json())
+        responses.ProjectsOut.model_validate(http.get("/v1/projects").json())
+        snap = http.post("/v1/snapshots", json={"ids": [mid], "label": "run-1"})
+        responses.SnapshotOut.model_validate(snap.json())
+        resolved = http.get(f"/v1/snapshots/{snap.json()['snapshot_id']}")
+        responses.SnapshotOut.model_validate(resolved.json())
+        responses.MemoryPageOut.model_validate(http.get("/v1/review").json())
+        erased = http.post(f"/v1/memories/{mid}/erase", json={"reason": "asked"})
+        responses.EraseOut.model_validate(erased.json())
+        queued = http.post("/v1/subjects/dana/erase", json={"reason": "asked"})
+        responses.PromoteOut.model_validate(queued.json())
+        job = http.get(f"/v1/erasures/{queued.json()['job']['job_id']}")
+        responses.JobOut.model_validate(job.json())
 
 
 def test_api_002_docs_load_without_a_cdn(svc: MemoryService) -> None:

@@ -174,6 +174,12 @@ def test_safe_002_render_block_empty_and_bad_title() -> None:
         "ignore" + "_" * 1_000_000,
         "#" * 1_000_000,
         "\u200b" * 1_000_000,
+        "a b " * 250_000,
+        "a b c d e" * 100_000 + "f",
+        "QUJD" * 250_000,
+        "ab" * 500_000,
+        "1gn0r3 " * 140_000,
+        "ignore" + " " * 1_000_000 + "previous instructions",
     ],
     ids=[
         "a",
@@ -186,6 +192,12 @@ def test_safe_002_render_block_empty_and_bad_title() -> None:
         "underscores",
         "hash",
         "zw",
+        "spaced-letters",
+        "spaced-letters-glued",
+        "base64-run",
+        "hex-run",
+        "leet",
+        "far-apart",
     ],
 )
 def test_safe_005_adversarial_megabyte_inputs_complete(text: str) -> None:

@@ -4,7 +4,7 @@ A full hit carries the whole memory (provenance, hashes, actor, metadata...): ~3
 characters of the memory text itself. An agent mostly needs the text, what it is, how good a
 match it is and when it was true, so a compact hit holds :data:`COMPACT_FIELDS`; ``fields``
 adds named fields of the memory and ``verbose`` adds the whole memory under ``memory`` (the
-shape the clients decode). :func:`recall_lines` renders a recall as one line per hit, the
+shape the clients decode). :func:`recall_entries` renders a recall as one line per hit, the
 default answer of the MCP tool. Pure functions.
 """
 
@@ -116,19 +116,20 @@ def recall_view(
     return {"results": results, "meta": result.meta}
 
 
-def recall_lines(result: RecallResult, fields: Sequence[str] = ()) -> str:
-    """A recall as text, one line per hit, best first (the MCP tool's default answer)::
+def recall_entries(result: RecallResult, fields: Sequence[str] = ()) -> tuple[str, list[str]]:
+    """A recall as text: a header without memory text, and one entry per hit, best first (the
+    MCP tool's default answer renders the entries as a data block, SAFE-2)::
 
         2 results in scope agent (create_safety: unknown)
         <id> fact 0.58 sem+kw 2024-04-29: The user's sister Theo visits next weekend.
         <id> v2 preference 0.41 sem 2024-03-02: The user prefers aisle seats.
 
     The header says ``; keyword search only: <reason>`` when semantic search did not run.
-    Each line: id, the version when it is not 1, kind, score, how it matched (``sem``
+    Each entry: id, the version when it is not 1, kind, score, how it matched (``sem``
     semantic, ``kw`` keyword, ``alias`` an exact alias), the date it was observed (else the
     date it became valid), then the text (newlines shown as ``\\n``). A recall over several
     scopes names each hit's scope after its id. Each of ``fields`` follows its hit on an
-    indented ``name: JSON`` line."""
+    indented ``name: JSON`` line of the same entry."""
     meta = result.meta
     scopes = meta.get("scopes")
     several = isinstance(scopes, dict) and len(scopes) > 1
@@ -138,7 +139,7 @@ def recall_lines(result: RecallResult, fields: Sequence[str] = ()) -> str:
     notes = f"create_safety: {meta.get('create_safety', 'unknown')}"
     if meta.get("fallback"):
         notes += f"; keyword search only: {meta.get('reason') or 'no semantic search'}"
-    lines = [f"{head} ({notes})"]
+    entries = []
     for hit in result.results:
         memory = hit.memory
         parts = [memory.id]
@@ -149,14 +150,15 @@ def recall_lines(result: RecallResult, fields: Sequence[str] = ()) -> str:
         day = (memory.observed_at or memory.valid_at).date().isoformat()
         parts += [memory.kind.value, f"{hit.score:.2f}", _labels(hit.matched), day]
         text = memory.text.replace("\r\n", "\n").replace("\n", "\\n")
-        lines.append(" ".join(parts) + ": " + text)
+        lines = [" ".join(parts) + ": " + text]
         if fields:
             full = memory.to_dict()
             lines += [
                 f"  {name}: {json.dumps(full[name], ensure_ascii=False, default=str)}"
                 for name in fields
             ]
-    return "\n".join(lines)
+        entries.append("\n".join(lines))
+    return f"{head} ({notes})", entries
 
 
 def _labels(matched: Iterable[str]) -> str:

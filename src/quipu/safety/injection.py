@@ -4,79 +4,44 @@ Memory text is data, never instructions. ``looks_like_injection`` flags writes t
 ``quarantined``; ``defang`` neutralises role and envelope markers and known injection
 phrasings; ``render_data_block`` wraps defanged lines in a block that says it holds data.
 
-Matching runs on an NFKC-normalised copy with zero-width characters removed and common
-look-alike letters (Cyrillic, Greek) mapped to Latin, so simple unicode tricks do not hide
-a phrase.
+Matching runs on a folded copy (:mod:`quipu.safety.injection_rules`): NFKC, zero-width
+characters dropped, look-alike and accented letters mapped to ASCII; then on readings that
+undo common evasions: leetspeak, letters spelled out with spaces or dots, and base64, hex,
+URL, HTML-entity or ROT13 encodings of the instruction. Phrasings cover English and Spanish,
+French, German, Portuguese, Italian and Dutch. A determined paraphrase in words no list
+anticipates still passes: the screen is one layer, the data block another.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import codecs
+import html
 import re
 import unicodedata
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from urllib.parse import unquote
+
+from quipu.safety.injection_rules import (
+    PHRASES,
+    Phrase,
+    ascii_letters,
+    leet,
+    probe,
+    spaced_runs,
+    squashed_hit,
+)
+from quipu.safety.normalize import INVISIBLE
 
 __all__ = ["defang", "looks_like_injection", "render_data_block"]
-
-_INVISIBLE = dict.fromkeys(
-    [
-        *(0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x3164, 0xFEFF, 0xFFA0),
-        *range(0x200B, 0x2010),
-        *range(0x202A, 0x202F),
-        *range(0x2060, 0x2070),
-        *range(0xFE00, 0xFE10),
-    ]
-)
 
 # Stand-ins for the characters of markers: they read the same but parse as nothing.
 _LT, _GT, _LBRACKET, _RBRACKET = "\u2039", "\u203a", "\u27e6", "\u27e7"
 
-# One character to one character, so offsets in the mapped copy match the text.
-_LOOKALIKES = str.maketrans(
-    "аеорсухіјѕԁԛԝАВЕНІЈКМОРСТХЅԌαεικορτυνχΑΒΕΗΙΚΜΝΟΡΤΥΧ",
-    "aeopcyxijsdqwABEHIJKMOPCTXSGaeikoptuvxABEHIKMNOPTYX",
-)
-
-_W = r"[\s\-_]++"  # a gap between words; underscores and hyphens count as spaces
-_OPT_W = r"[\s\-_]*+"
-_WORD = r"[^\W_]++"
-
-# Phrases carry no leading word boundary: a match inside a word grows to the whole word,
-# so wrapping never changes what the text next to a wrapper looks like (idempotence).
-_PHRASES = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        # ignore / disregard / forget previous instructions
-        r"(?:ignore|disregard|forget|override|bypass|skip|drop)"
-        rf"(?:{_W}(?:all|any|every|of|the|your|my|these|those|everything|anything)){{0,3}}"
-        rf"{_W}(?:previous|prior|above|earlier|preceding|former|original|initial|system|old)"
-        rf"(?:{_W}{_WORD}){{0,2}}?"
-        rf"{_W}(?:instructions?|prompts?|rules|directions|directives|guidelines|messages"
-        r"|context)\b",
-        rf"(?:ignore|disregard|forget){_W}(?:everything|all|anything)"
-        rf"{_W}(?:above|before|previously|said{_W}before|you{_W}(?:were|have{_W}been){_W}told)\b",
-        # role reassignment
-        rf"you{_W}are{_W}now{_W}(?:a|an|the|in|my|no{_W}longer|free|dan|unrestricted"
-        r"|jailbroken|acting|going)\b",
-        rf"from{_W}now{_W}on,?{_W}you{_W}(?:are|will|must|shall)\b",
-        rf"pretend{_W}(?:to{_W}be|you{_W}are|that{_W}you)\b",
-        rf"(?:new|updated|revised|real|actual|additional){_W}instructions?{_OPT_W}:",
-        # system prompt probing
-        rf"(?:reveal|print|show|repeat|output|display|leak|dump|ignore|disregard|override"
-        rf"|change|replace|new|your){_W}(?:(?:the|your|my|original|full|entire|hidden){_W}){{0,2}}"
-        rf"system{_W}prompt",
-        rf"system{_W}prompt{_OPT_W}:",
-        # secrecy towards the user
-        rf"(?:do{_W}not|don'?t|never|without){_W}(?:tell|telling|inform|informing|notify"
-        rf"|notifying|mention|mentioning|reveal|revealing|alert|alerting|let|letting)"
-        rf"(?:{_W}(?:this|it|that|anything|to)){{0,2}}{_W}(?:the{_W})?user\b",
-        # exfiltration
-        r"(?:send|post|upload|forward|exfiltrate|transmit|email|leak|submit|copy)\b"
-        r"[^\n]{0,80}?\b(?:to|at|into|via)\s+(?:https?://|ftp://|www\.)\S{1,200}",
-        r"!\[[^\]\n]{0,100}+\]\([ \t]{0,5}https?://[^)\s?]{1,300}+"
-        r"\?[^)\s=]{0,300}+=[^)\s]{0,300}+\)?",
-    )
-)
+_WORDS = re.compile(r"[a-z]+")
+_MAX_DEPTH = 2  # decode an encoded instruction at most twice (base64 of base64)
 
 _CHAT_TOKEN = re.compile(r"<(\|[A-Za-z0-9_ ]{1,40}\|)>")
 _SYS_TAG = re.compile(r"<<(/?SYS)>>", re.IGNORECASE)
@@ -101,18 +66,108 @@ _NEUTRALISED_OPEN = "[neutralised: "
 
 def _clean(text: str) -> str:
     """NFKC-normalise and drop zero-width and bidi control characters."""
-    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    return unicodedata.normalize("NFKC", text).translate(INVISIBLE)
 
 
-def _probe(clean: str) -> str:
-    """A same-length copy of cleaned text with look-alike letters mapped to Latin."""
-    return clean.translate(_LOOKALIKES)
+def _runs(phrase: Phrase, words: set[str]) -> bool:
+    return not words.isdisjoint(phrase.triggers) and (
+        not phrase.also or not words.isdisjoint(phrase.also)
+    )
+
+
+def _phrase_hit(text: str) -> bool:
+    """``text`` is a lower-case probe."""
+    words = set(_WORDS.findall(text))
+    return any(_runs(phrase, words) and next(phrase.spans(text), None) for phrase in PHRASES)
+
+
+def _collapsed(text: str, runs: list[tuple[int, int, str]]) -> str:
+    parts: list[str] = []
+    last = 0
+    for start, end, letters in runs:
+        parts += [text[last:start], f" {letters} "]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+_B64_TOKEN = re.compile(r"[A-Za-z0-9+/\-_]{16,}={0,2}")
+_HEX_TOKEN = re.compile(r"(?:[0-9A-Fa-f]{2}){12,}")
+
+
+def _readable(raw: bytes) -> str | None:
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(c.isprintable() or c in "\n\t" for c in decoded)
+    if len(decoded) >= 8 and printable >= 0.9 * len(decoded) and " " in decoded:
+        return decoded
+    return None
+
+
+def _b64(token: str) -> str | None:
+    padded = token + "=" * (-len(token) % 4)
+    try:
+        if "-" in token or "_" in token:
+            return _readable(base64.urlsafe_b64decode(padded))
+        return _readable(base64.b64decode(padded, validate=True))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _encoded_tokens(text: str) -> Iterator[tuple[int, int, str]]:
+    """``(start, end, decoded)`` for base64 and hex runs that decode to readable text.
+
+    Only words of 16+ characters can hold one, so the patterns run inside those alone."""
+    cursor = 0
+    for word in [w for w in text.split() if len(w) >= 16]:
+        at = text.find(word, cursor)
+        cursor = at + len(word)
+        for match in _B64_TOKEN.finditer(text, at, cursor):
+            decoded = _b64(match[0])
+            if decoded is not None:
+                yield match.start(), match.end(), decoded
+        for match in _HEX_TOKEN.finditer(text, at, cursor):
+            decoded = _readable(bytes.fromhex(match[0]))
+            if decoded is not None:
+                yield match.start(), match.end(), decoded
+
+
+def _decodings(text: str) -> Iterator[str]:
+    """Whole-text readings of encoded instructions (URL, HTML entities, ROT13)."""
+    if "%" in text and (url := unquote(text)) != text:
+        yield url
+    if "&" in text and (entities := html.unescape(text)) != text:
+        yield entities
+    if "rot13" in text.lower() or "rot-13" in text.lower():
+        yield codecs.decode(text, "rot13")
+
+
+def _detect(text: str, depth: int) -> bool:
+    clean = _clean(text)
+    folded = probe(clean)
+    if any(marker.search(folded) for marker in _MARKERS) or _phrase_hit(folded):
+        return True
+    if (read := leet(folded)) != folded and _phrase_hit(read):
+        return True
+    runs = spaced_runs(folded)
+    if runs and (
+        any(squashed_hit(letters) for _, _, letters in runs)
+        or _phrase_hit(_collapsed(folded, runs))
+    ):
+        return True
+    if depth >= _MAX_DEPTH:
+        return False
+    decoded = [d for _, _, d in _encoded_tokens(ascii_letters(clean))]
+    decoded += _decodings(clean)
+    return any(_detect(d, depth + 1) for d in decoded)
 
 
 def looks_like_injection(text: str) -> bool:
-    """True when ``text`` holds a known prompt-injection phrasing or a role/envelope marker."""
-    probe = _probe(_clean(text))
-    return any(p.search(probe) for p in _PHRASES) or any(m.search(probe) for m in _MARKERS)
+    """True when ``text`` holds a known prompt-injection phrasing or a role/envelope marker,
+    directly or under a common evasion (spacing, leetspeak, an encoding)."""
+    return _detect(text, 0)
 
 
 def _defang_markers(text: str) -> str:
@@ -127,14 +182,32 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
+def _raw_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of phrasings (also read as leetspeak), spelled-out runs that spell one, and
+    base64 or hex runs that decode to one."""
+    folded = probe(text)
+    read = leet(folded)
+    views = [folded] if read == folded else [folded, read]
+    spans: list[tuple[int, int]] = []
+    for view in views:
+        words = set(_WORDS.findall(view))
+        for phrase in PHRASES:
+            if _runs(phrase, words):
+                spans += phrase.spans(view)
+    spans += [(s, e) for s, e, letters in spaced_runs(folded) if squashed_hit(letters)]
+    encoded = _encoded_tokens(ascii_letters(text))
+    spans += [(s, e) for s, e, decoded in encoded if _detect(decoded, 1)]
+    return sorted(spans)
+
+
 def _phrase_spans(text: str) -> list[tuple[int, int]]:
     """Merged spans of injection phrasings, grown to whole words, outside neutralised text."""
-    probe = _probe(text)
     guarded = [(m.start(), m.end()) for m in _NEUTRALISED.finditer(text)]
     guarded_starts = [start for start, _ in guarded]
-    spans = sorted((m.start(), m.end()) for p in _PHRASES for m in p.finditer(probe))
     merged: list[tuple[int, int]] = []
-    for match_start, match_end in spans:
+    for match_start, match_end in _raw_spans(text):
+        if match_start == match_end:
+            continue
         i = bisect_left(guarded_starts, match_end)
         if i > 0 and guarded[i - 1][1] > match_start:
             continue

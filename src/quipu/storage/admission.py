@@ -15,6 +15,7 @@ spent; these checks are the guarantee, not the first line.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
@@ -23,7 +24,7 @@ from typing import Any
 
 from quipu.core import validate
 from quipu.core.records import MemoryVersion
-from quipu.safety import find_secrets, secret_error
+from quipu.safety import find_secrets, find_secrets_in_value, secret_error
 
 _CLEAN: OrderedDict[bytes, None] = OrderedDict()
 _CLEAN_LOCK = threading.Lock()
@@ -55,8 +56,12 @@ MACHINE_FIELDS = frozenset(
         "surface",
         "agent_id",
         "user_id",
-        "affirmed_by",
-        "refuted_by",
+        "judged_by",
+        "verdict",
+        "target",
+        "hold_id",
+        "snapshot_id",
+        "project_id",
         "role",
         "action",
         "target_ids",
@@ -71,6 +76,9 @@ def admit(record: object) -> None:
     Raises :class:`~quipu.errors.InvalidInput` or :class:`~quipu.errors.SecretDetected`
     naming the field's path."""
     _screen(validate.stored_strings(record))
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        for item in dataclasses.fields(record):
+            _screen_json(getattr(record, item.name), item.name)
 
 
 def admit_versions(items: Iterable[Exported]) -> Iterator[Exported]:
@@ -84,6 +92,19 @@ def admit_turn(content: str, metadata: Mapping[str, Any]) -> None:
     """Refuse a session turn whose content or metadata cannot be stored or holds a secret."""
     validate.json_value(dict(metadata), field="metadata")
     _screen(validate.stored_strings({"content": content, "metadata": metadata}))
+    _screen_json(metadata, "metadata")
+
+
+def _screen_json(value: object, field: str) -> None:
+    """A JSON value read as JSON: beside the spans any detector finds in its strings, a value
+    under a key that names a credential (``{"password": "hunter2hunter2"}``) is a secret even
+    though neither string is one alone."""
+    if isinstance(value, Mapping) and value:
+        findings = find_secrets_in_value(dict(value), field=field)
+        if findings:
+            error = secret_error(findings)
+            error.details["field"] = findings[0].field
+            raise error
 
 
 def free_text(record: object) -> list[tuple[str, str]]:

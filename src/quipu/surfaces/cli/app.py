@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from quipu.core.urls import mask_credentials
 from quipu.errors import QuipuError
-from quipu.surfaces.cli import access, bench, jobs, portable, target
+from quipu.surfaces.cli import access, bench, governance, jobs, portable, target
 from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli.options import Config, Db, env_key, fail, rows_table, settings_or_exit
 
@@ -40,6 +40,7 @@ app.add_typer(eval_cli.app, name="eval")
 app.command()(jobs.worker)
 app.command("export")(portable.export_)
 app.command("import")(portable.import_)
+governance.register(app)
 console = Console()
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -211,6 +212,7 @@ def mcp_(db: Db = None, config: Config = None) -> None:
         fixed_principal(principal),
         log_level="DEBUG" if settings.log_level == "debug" else "WARNING",
         sessions=runtime.sessions,
+        governance=runtime.governance,
     )
     if settings.worker_embedded:
         runtime.worker.start()

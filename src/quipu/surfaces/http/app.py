@@ -16,7 +16,16 @@ from quipu.surfaces.http.guard import RequestGuard
 from quipu.surfaces.http.idempotency import Idempotency
 from quipu.surfaces.http.observe import RequestContext, route_templates
 from quipu.surfaces.http.openapi import declare_bearer
-from quipu.surfaces.http.routers import admin, health, memories, ops, recall, sessions, transfer
+from quipu.surfaces.http.routers import (
+    admin,
+    governance,
+    health,
+    memories,
+    ops,
+    recall,
+    sessions,
+    transfer,
+)
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.version import __version__
 
@@ -51,6 +60,7 @@ def create_app(
     app.state.resolve_principal = resolve_principal
     app.state.access = access
     app.state.runtime = runtime
+    app.state.governance = runtime.governance if runtime else None  # built on first use
     errors.install(app)
 
     # inside the guard: the principal is known and the body bounded before a key is claimed
@@ -66,4 +76,5 @@ def create_app(
     declare_bearer(app)
     for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
+    app.include_router(governance.router, responses=ERROR_RESPONSES)
     return app

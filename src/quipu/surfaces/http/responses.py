@@ -193,3 +193,66 @@ class HealthOut(Answer):
 class ReadyOut(Answer):
     status: str = Field(description="ready, or unavailable (503).")
     checks: dict[str, dict[str, Any]] = Field(description="store and embedder: ok, and why not.")
+
+
+# -- governance (issue 22): typed too, so a generated client gets them (issue 27) --------------
+class EraseOut(Answer):
+    tombstone: MemoryOut
+    families: int
+    counts: dict[str, int]
+
+
+class HoldOut(Answer):
+    hold_id: str
+    kind: str
+    target: str
+    reason: str
+    created_by: str
+    created_at: str
+    released_by: str | None
+    released_at: str | None
+    release_reason: str | None
+    active: bool
+
+
+class HoldsOut(Answer):
+    items: list[HoldOut]
+
+
+class SnapshotMemberOut(Answer):
+    id: str
+    version: int
+    memory: MemoryOut | None = None
+    withheld: str | None = None
+
+
+class SnapshotOut(Answer):
+    snapshot_id: str
+    label: str | None
+    created_by: str
+    created_at: str
+    members: list[SnapshotMemberOut]
+
+
+class ProjectOut(Answer):
+    project_id: str
+    name: str | None
+    created_by: str
+    created_at: str
+
+
+class ProjectsOut(Answer):
+    items: list[ProjectOut]
+
+
+class SubjectOut(Answer):
+    scope: str
+    owner: str
+    live: int
+    agent_id: str | None = None
+    user_id: str | None = None
+
+
+class SubjectPageOut(Answer):
+    items: list[SubjectOut]
+    next_cursor: str | None

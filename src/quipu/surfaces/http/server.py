@@ -64,6 +64,7 @@ def build_server(
             lambda _token: mcp_principal,
             allowed_hosts=LOOPBACK_HOSTS,
             sessions=runtime.sessions,
+            governance=runtime.governance,
         )
         return app, runtime
     service.limiter = SharedRateLimiter(
@@ -83,6 +84,7 @@ def build_server(
         service,
         lambda token: access.authenticate(token, surface="mcp"),
         sessions=runtime.sessions,
+        governance=runtime.governance,
     )
     return app, runtime
 

@@ -25,9 +25,10 @@ from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from quipu.core.records import MemoryVersion, Principal
-from quipu.core.views import MAX_FIELDS, ExtraField, check_fields, recall_lines, recall_view
+from quipu.core.views import MAX_FIELDS, ExtraField, check_fields, recall_entries, recall_view
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.fanout import recall_across
+from quipu.governance import GovernanceService
 from quipu.jobs.visibility import job_handle
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
@@ -36,6 +37,8 @@ from quipu.surfaces.forgetting import forget_once
 from quipu.surfaces.http.encoding import clean_text, json_safe
 from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
+from quipu.surfaces.mcp import render
+from quipu.surfaces.mcp.governance import governance_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
 
@@ -147,6 +150,7 @@ def create_mcp_server(
     name: str = "quipu",
     log_level: LogLevel = "WARNING",
     sessions: SessionService | None = None,
+    governance: GovernanceService | None = None,
 ) -> MCPServer:
     """An MCP server exposing the memory tools; run it over stdio or mount it over HTTP."""
     server: MCPServer = QuipuMCPServer(
@@ -157,9 +161,14 @@ def create_mcp_server(
         log_level=log_level,
     )
 
-    def call(ctx: Context, action: Callable[[Principal], Any]) -> CallToolResult:
+    def call(
+        ctx: Context,
+        action: Callable[[Principal], Any],
+        text: Callable[[Any], str] | None = None,
+    ) -> CallToolResult:
+        """Run ``action``; ``text`` renders a result holding memories for the model (SAFE-2)."""
         try:
-            return _success(action(principal_for_request(ctx)))
+            return _success(action(principal_for_request(ctx)), text)
         except QuipuError as exc:
             return _failure(exc)
 
@@ -250,8 +259,9 @@ def create_mcp_server(
         ] = None,
         verbose: Annotated[bool, Field(description=d.VERBOSE)] = False,
     ) -> CallToolResult:
-        """Answers text only (no structured copy): one line per hit by default, the JSON of
-        the HTTP API's recall with ``verbose`` (issue 27: the same answer twice cost twice)."""
+        """By default text only (no structured copy): one line per hit in a data block
+        (SAFE-2); with ``verbose`` the HTTP API's recall as structured content and the hits
+        as the data block (issue 27: the same answer twice cost twice)."""
         filters: dict[str, Any] = {
             "kinds": kinds,
             "tags": tags,
@@ -262,7 +272,7 @@ def create_mcp_server(
             "min_confidence": min_confidence,
         }
 
-        def act(who: Principal) -> str:
+        def act(who: Principal) -> CallToolResult:
             if scopes is not None:
                 result = recall_across(service, who, query, scopes, k=k, **filters)
             else:
@@ -270,15 +280,15 @@ def create_mcp_server(
             metrics.observe_recall(result.meta)
             extra = check_fields(fields)
             if verbose:
-                view = recall_view(result, verbose=True, fields=extra)
-                return _encodable(view)[1]
-            return recall_lines(result, extra)
+                return _success(recall_view(result, verbose=True, fields=extra), render.recall_text)
+            head, entries = recall_entries(result, extra)
+            text = _clean(render.block(head, entries))
+            return CallToolResult(content=[TextContent(type="text", text=text)])
 
         try:
-            text = act(principal_for_request(ctx))
+            return act(principal_for_request(ctx))
         except QuipuError as exc:
             return _failure(exc)
-        return CallToolResult(content=[TextContent(type="text", text=_clean(text))])
 
     @server.tool(name="memory_list", title="List memories", description=d.LIST, annotations=reader)
     def memory_list(
@@ -306,13 +316,13 @@ def create_mcp_server(
             )
             return {"items": _dicts(page.items), "next_cursor": page.next_cursor}
 
-        return call(ctx, act)
+        return call(ctx, act, render.items_text)
 
     @server.tool(name="memory_get", title="Get a memory", description=d.GET, annotations=reader)
     def memory_get(
         memory_id: Annotated[str, Field(description=d.MEMORY_ID)], ctx: Context
     ) -> Annotated[CallToolResult, dict[str, Any]]:
-        return call(ctx, lambda who: service.get(who, memory_id).to_dict())
+        return call(ctx, lambda who: service.get(who, memory_id).to_dict(), render.memory_text)
 
     @server.tool(
         name="memory_history", title="Memory history", description=d.HISTORY, annotations=reader
@@ -320,7 +330,11 @@ def create_mcp_server(
     def memory_history(
         memory_id: Annotated[str, Field(description=d.MEMORY_ID)], ctx: Context
     ) -> Annotated[CallToolResult, HistoryOutput]:
-        return call(ctx, lambda who: {"versions": _dicts(service.history(who, memory_id))})
+        return call(
+            ctx,
+            lambda who: {"versions": _dicts(service.history(who, memory_id))},
+            lambda data: render.items_text(data, "versions"),
+        )
 
     @server.tool(
         name="memory_revise",
@@ -409,6 +423,8 @@ def create_mcp_server(
 
     if sessions is not None:
         _session_tools(server, sessions, call)
+    if governance is not None:
+        governance_tools(server, governance, call)
     return server
 
 
@@ -497,9 +513,12 @@ def _dicts(memories: list[MemoryVersion]) -> list[dict[str, Any]]:
     return [m.to_dict() for m in memories]
 
 
-def _success(data: Any) -> CallToolResult:
-    """The result dict as structured content, and the same JSON as text for the model."""
+def _success(data: Any, render_text: Callable[[Any], str] | None = None) -> CallToolResult:
+    """The result dict as structured content, and as text for the model: the same JSON, or
+    for memories a defanged data block (SAFE-2)."""
     data, text = _encodable(data)
+    if render_text is not None:
+        text = render_text(data)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 

@@ -1,20 +1,19 @@
-"""Run tokens for service keys, the audit log for admins, and superadmin oversight."""
+"""Run tokens for service keys (the audit log and oversight: the governance router)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 
 from quipu.auth.access import Access
-from quipu.core.records import MemoryVersion, Principal
+from quipu.core.records import Principal
 from quipu.errors import InvalidInput, NotFound
 from quipu.memories import MemoryService
-from quipu.surfaces.forgetting import forget_once
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.encoding import SafeJSONResponse
-from quipu.surfaces.http.responses import AuditPageOut, MemoryOut, MemoryPageOut, TokenOut
+from quipu.surfaces.http.responses import TokenOut
 from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["access"])
@@ -56,50 +55,3 @@ def _ttl(seconds: int) -> timedelta:
         raise InvalidInput(
             "ttl_seconds is out of range", code="invalid_ttl", details={"field": "ttl_seconds"}
         ) from None
-
-
-@router.get("/audit", response_model=AuditPageOut, summary="The tenant's audit log (admins)")
-def audit(
-    svc: Svc,
-    who: Who,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
-) -> SafeJSONResponse:
-    events, next_cursor = svc.audit(who, cursor=cursor, limit=limit)
-    return SafeJSONResponse({"items": [e.to_dict() for e in events], "next_cursor": next_cursor})
-
-
-@router.get(
-    "/admin/memories",
-    response_model=MemoryPageOut,
-    summary="List any subject's memories (superadmin oversight)",
-)
-def oversight_list(
-    svc: Svc,
-    who: Who,
-    scope: str,
-    owner: str,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
-) -> SafeJSONResponse:
-    page = svc.oversight_list(who, scope=scope, owner=owner, cursor=cursor, limit=limit)
-    return SafeJSONResponse(
-        {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}
-    )
-
-
-@router.delete(
-    "/admin/memories/{memory_id}",
-    response_model=MemoryOut,
-    summary="Forget any memory (superadmin oversight)",
-)
-def oversight_forget(
-    memory_id: str, svc: Svc, who: Who, reason: str | None = None
-) -> SafeJSONResponse:
-    def versions() -> list[MemoryVersion]:
-        ref = svc.store.locate(who.tenant_id, memory_id)
-        return [] if ref is None else svc.store.history(ref, memory_id)
-
-    return SafeJSONResponse(
-        forget_once(lambda: svc.oversight_forget(who, memory_id, reason=reason), versions).to_dict()
-    )
