@@ -1,14 +1,15 @@
 """Moving a whole store, or one tenant of it (OPS-2, API-4): ``quipu export`` / ``quipu import``.
 
 An export is JSON Lines in format version 2 (:mod:`quipu.transfer`): a header naming the tenant
-(or none: the whole store), then the tenants, their credentials (hashed secrets only), every
-memory version with its vector, the sessions (writer, turns, watermark) and the audit log, in
-that order. An import writes each record into the target store verbatim and skips what is
+(or none: the whole store), then the tenants, their credentials (hashed secrets only), their
+registered projects and legal holds (released ones too), every memory version with its vector,
+the sessions (writer, turns, watermark) and the audit log, in that order. An import writes each record into the target store verbatim and skips what is
 already there, so it can be re-run, and an interrupted one finished, without doubles.
 
 The memory versions go through :meth:`MemoryService.import_` (screened like any write, one
 ``memory.import`` audit event per tenant); tenants, credentials, sessions and audit events go
-straight to the store, which checks every string it is given (``storage.admission``). This is
+straight to the store, which checks every string it is given (``storage.admission``);
+so do projects and holds (a released hold is written, then released with its own reason). This is
 the operator's tool: it runs on the store's own machine, never through a request.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from quipu import transfer
+from quipu.core.governance import Hold
 from quipu.core.records import MemoryVersion, Principal, Role
 from quipu.errors import InvalidInput
 from quipu.memories import MemoryService
@@ -63,6 +65,11 @@ def export_records(store: Store, tenant_id: str | None) -> Iterator[dict[str, An
             stored = store.find_credential(credential.key_id)
             if stored is not None:
                 yield transfer.encode_credential(stored[0], stored[1])
+    for tenant in tenants:
+        for project in store.list_projects(tenant.tenant_id):
+            yield transfer.encode_project(project)
+        for hold in store.list_holds(tenant.tenant_id, include_released=True):
+            yield transfer.encode_hold(hold)
     for memory, vector in store.export_versions(tenant_id):
         yield transfer.encode(memory, vector)
     for session in store.export_sessions(tenant_id):
@@ -167,6 +174,25 @@ def _add(store: Store, kind: str, value: Any) -> int:
             return 0
         store.insert_credential(credential, secret_hash)
         return 1
+    if kind == "project":
+        if store.has_project(value.tenant_id, value.project_id):
+            return 0
+        store.put_project(value)
+        return 1
+    if kind == "hold":
+        return _add_hold(store, value)
     if kind == "session":
         return 1 if store.import_sessions([value]) else 0
     return store.import_audit([value])
+
+
+def _add_hold(store: Store, hold: Hold) -> int:
+    """A legal hold unless its id is there; a released one is released again as recorded."""
+    held = store.list_holds(hold.tenant_id, include_released=True)
+    if any(h.hold_id == hold.hold_id for h in held):
+        return 0
+    store.put_hold(replace(hold, released_by=None, released_at=None, release_reason=None))
+    by, at, why = hold.released_by, hold.released_at, hold.release_reason
+    if by is not None and at is not None and why is not None:  # all or none (decoded so)
+        store.release_hold(hold.tenant_id, hold.hold_id, by, at, why)
+    return 1

@@ -7,8 +7,10 @@ Line 1 is a header; every later line is one record with a ``type``:
   with the id of the model that made them, so an import into a store pinned to another model
   simply leaves them out (and the rows are re-embedded later) instead of mixing spaces.
 - ``tenant``, ``credential`` (an API key or run token with the SHA-256 of its secret, never
-  the secret), ``session`` (a session's writer, turns and promotion watermark) and ``audit``
-  (one audit event): format version 2, written by ``quipu export`` (:mod:`quipu.portability`).
+  the secret), ``project`` (a registered project, SCOPE-6), ``hold`` (a legal hold, active or
+  released, LIFE-4), ``session`` (a session's writer, turns and promotion watermark) and
+  ``audit`` (one audit event): format version 2, written by ``quipu export``
+  (:mod:`quipu.portability`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import IO, Any
 import numpy as np
 
 from quipu.core.auth import AuditEvent, Credential, Tenant
+from quipu.core.governance import Hold, HoldKind, Project
 from quipu.core.portable import PortableSession
 from quipu.core.records import MemoryVersion, Principal, Role
 from quipu.core.sessions import SessionKey, SessionTurn, Watermark
@@ -33,7 +36,7 @@ FORMAT = "quipu-export"
 FORMAT_VERSION = 1
 STORE_FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-RECORD_TYPES = ("tenant", "credential", "version", "session", "audit")
+RECORD_TYPES = ("tenant", "credential", "project", "hold", "version", "session", "audit")
 
 
 def header(version: int = FORMAT_VERSION, **extra: Any) -> dict[str, Any]:
@@ -268,10 +271,67 @@ def _decode_audit(row: dict[str, Any]) -> AuditEvent:
         raise _malformed("audit event", exc) from None
 
 
+def encode_project(project: Project) -> dict[str, Any]:
+    return {"type": "project", "tenant_id": project.tenant_id, **project.to_dict()}
+
+
+def encode_hold(hold: Hold) -> dict[str, Any]:
+    return {
+        "type": "hold",
+        "tenant_id": hold.tenant_id,
+        "hold_id": hold.hold_id,
+        "kind": hold.kind.value,
+        "target": hold.target,
+        "reason": hold.reason,
+        "created_by": hold.created_by,
+        "created_at": hold.created_at.isoformat(),
+        "released_by": hold.released_by,
+        "released_at": None if hold.released_at is None else hold.released_at.isoformat(),
+        "release_reason": hold.release_reason,
+    }
+
+
+def _decode_project(row: dict[str, Any]) -> Project:
+    try:
+        return Project(
+            tenant_id=str(row["tenant_id"]),
+            project_id=str(row["project_id"]),
+            name=_text(row.get("name")),
+            created_by=str(row["created_by"]),
+            created_at=_at(row["created_at"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _malformed("project", exc) from None
+
+
+def _decode_hold(row: dict[str, Any]) -> Hold:
+    try:
+        hold = Hold(
+            tenant_id=str(row["tenant_id"]),
+            hold_id=str(row["hold_id"]),
+            kind=HoldKind(str(row["kind"])),
+            target=str(row["target"]),
+            reason=str(row["reason"]),
+            created_by=str(row["created_by"]),
+            created_at=_at(row["created_at"]),
+            released_by=_text(row.get("released_by")),
+            released_at=_at_opt(row.get("released_at")),
+            release_reason=_text(row.get("release_reason")),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _malformed("hold", exc) from None
+    released = (hold.released_by, hold.released_at, hold.release_reason)
+    if any(v is None for v in released) and any(v is not None for v in released):
+        raise _malformed("hold", ValueError("released_by, released_at, release_reason go together"))
+    return hold
+
+
 _DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "version": _decode_version,
     "tenant": _decode_tenant,
     "credential": _decode_credential,
+    "project": _decode_project,
+    "hold": _decode_hold,
     "session": _decode_session,
     "audit": _decode_audit,
 }

@@ -63,6 +63,12 @@ def _fill(tmp_path: Path, embedder: LocalEmbedder) -> SQLiteStore:
         )
         gone = service.remember(who, f"{tenant}: the old locker code is in drawer 4").memory
         service.forget(who, gone.id, reason="asked")
+        # a registered project with a memory in it, an active and a released legal hold
+        runtime.governance.project_create(who, "apollo", name="Apollo")
+        service.remember(who, f"{tenant}: Apollo ships in May", project="apollo")
+        runtime.governance.hold(who, "subject", "dana", reason="litigation 17")
+        lifted = runtime.governance.hold(who, "memory", first.memory.id, reason="audit")
+        runtime.governance.release_hold(who, lifted.hold_id, reason="audit closed")
         for role, content in (("user", "I moved to Porto last month"), ("assistant", "Noted!")):
             runtime.sessions.append(who, "chat-1", role, content, metadata={"n": 1})
         runtime.sessions.promote(who, "chat-1")
@@ -102,6 +108,8 @@ def _rows(store: Store) -> dict[str, list[Any]]:
     return {
         "tenants": tenants,
         "credentials": credentials,
+        "projects": [p for t in tenants for p in store.list_projects(t.tenant_id)],
+        "holds": [h for t in tenants for h in store.list_holds(t.tenant_id, True)],
         "versions": versions,
         "sessions": list(store.export_sessions(None)),
         "audit": [e for e in audit if e["action"] != "memory.import"],
@@ -110,7 +118,7 @@ def _rows(store: Store) -> dict[str, list[Any]]:
 
 
 def _assert_same(source: dict[str, list[Any]], target: dict[str, list[Any]]) -> None:
-    for table in ("tenants", "credentials", "versions", "sessions", "audit"):
+    for table in ("tenants", "credentials", "projects", "holds", "versions", "sessions", "audit"):
         assert len(target[table]) == len(source[table]), table
         for left, right in zip(source[table], target[table], strict=True):
             assert left == right, table
@@ -155,6 +163,8 @@ def test_ops_002_sqlite_to_postgres_move_keeps_every_row(
         assert counts.added == {
             "tenant": 2,
             "credential": len(before["credentials"]),
+            "project": 2,
+            "hold": 4,
             "version": len(before["versions"]),
             "session": len(before["sessions"]),
             "audit": len(before["audit"]),
@@ -177,6 +187,8 @@ def test_ops_002_whole_store_round_trip_into_sqlite(
     before = _rows(source)
     assert len(before["tenants"]) == 2 and len(before["credentials"]) == 8
     assert len(before["sessions"]) == 4 and any(s.watermark for s in before["sessions"])
+    assert len(before["projects"]) == 2 and len(before["holds"]) == 4
+    assert sum(h.released_at is not None for h in before["holds"]) == 2
     target = SQLiteStore(tmp_path / "copy.db")
     service = MemoryService(target, local_embedder, Limits())
     portability.import_records(service, IMPORTER, _export(source))
@@ -217,6 +229,15 @@ def test_ops_002_tenant_export_holds_only_that_tenant(
             "line 2",
         ),
         ('{"type": "audit", "tenant_id": "x", "at": "yesterday"}', "line 2"),
+        ('{"type": "project", "tenant_id": "x", "project_id": "p"}', "line 2"),
+        (
+            '{"type": "hold", "tenant_id": "x", "hold_id": "h", "kind": "subject", "target": "u", "reason": "r", "created_by": "k", "created_at": "2024-01-01T00:00:00+00:00", "released_by": "k"}',
+            "line 2",
+        ),
+        (
+            '{"type": "hold", "tenant_id": "x", "hold_id": "h", "kind": "planet", "target": "u", "reason": "r", "created_by": "k", "created_at": "2024-01-01T00:00:00+00:00"}',
+            "line 2",
+        ),
         (
             '{"type": "tenant", "tenant_id": "x\\u0000", "name": "x", "created_at": "2024-01-01T00:00:00+00:00"}',
             "",
