@@ -186,6 +186,48 @@ def test_api_003_tool_schemas_state_their_bounds(service: MemoryService) -> None
     assert "keyword" in tools["memory_recall"].description
 
 
+def test_api_003_governance_tool_schemas_state_their_bounds(service: MemoryService) -> None:
+    """The governance tools state their bounds in JSON Schema too ("2-20 ids" was prose), and a
+    call outside them is invalid_request naming the field, before any use case runs."""
+    from quipu.governance import GovernanceService
+    from quipu.governance.base import MAX_MERGE, MAX_SNAPSHOT_MEMBERS
+
+    server = create_mcp_server(
+        service, fixed_principal(AGENT), governance=GovernanceService(service)
+    )
+
+    async def main() -> tuple[dict[str, Any], list[Any]]:
+        async with Client(server) as client:
+            tools = {
+                t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools
+            }
+            refused = [
+                await client.call_tool(name, arguments)
+                for name, arguments in (
+                    ("memory_merge", {"ids": ["a"], "text": "x", "expected_version": 1}),
+                    ("memory_snapshot", {"ids": []}),
+                    (
+                        "memory_restore",
+                        {"memory_id": "a", "version": 0, "expected_version": 1},
+                    ),
+                    ("review_queue", {"limit": 0}),
+                )
+            ]
+            return tools, refused
+
+    tools, refused = anyio.run(main)
+    merge_ids = tools["memory_merge"]["ids"]
+    assert (merge_ids["minItems"], merge_ids["maxItems"]) == (2, MAX_MERGE)
+    assert tools["memory_snapshot"]["ids"]["maxItems"] == MAX_SNAPSHOT_MEMBERS
+    assert tools["memory_restore"]["version"]["minimum"] == 1
+    limit = tools["review_queue"]["limit"]["anyOf"][0]
+    assert (limit["minimum"], limit["maximum"]) == (1, Limits().max_page)
+    for result, field in zip(refused, ("ids", "ids", "version", "limit"), strict=True):
+        assert result.is_error and _text(result).startswith("invalid_request: ")
+        problems = result.structured_content["error"]["details"]["problems"]
+        assert [p["field"] for p in problems] == [field]
+
+
 def test_api_003_promote_answers_a_job_handle_even_to_admins(
     tmp_path: Path, local_embedder: LocalEmbedder
 ) -> None:
