@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -42,7 +43,8 @@ def main() -> None:
             "median_s": round(statistics.median(times), 3),
             "min_s": round(min(times), 3),
         }
-    print(json.dumps({"runs": args.runs, **report}, indent=2))
+    load = [round(x, 2) for x in os.getloadavg()]  # 1, 5, 15 min: the machine is shared
+    print(json.dumps({"runs": args.runs, "load_average": load, **report}, indent=2))
 
 
 if __name__ == "__main__":
