@@ -10,14 +10,17 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 import uvicorn
 
 from quipu.evals.http_load import established, free_port, wait_for_workers
 from quipu.surfaces.http.workers import listening_socket
+from tests.conftest import PG_URL
 
 
 def test_the_workers_listening_socket_gives_accepted_connections_tcp_nodelay() -> None:
@@ -169,3 +172,49 @@ def test_ops_001_metrics_cover_every_worker(tmp_path: Path) -> None:
             and 'code="200"' in row
         )
         assert float(line.rsplit(" ", 1)[1]) >= total
+
+
+@pytest.mark.postgres
+def test_ops_001_the_banner_and_hints_never_print_the_password(tmp_path: Path) -> None:
+    """Issue 27: `quipu serve` on a DSN with a password prints the banner and the first-key
+    hints with the password masked, as a real process (the test server trusts any password)."""
+    if PG_URL is None or "://postgres@" not in PG_URL:
+        pytest.skip("needs the test PostgreSQL server (scripts/with-testdb.sh)")
+    from tests.support.pg import drop_schema, new_schema, schema_url
+
+    schema = new_schema(PG_URL, f"t_banner_{uuid.uuid4().hex[:10]}")
+    url = schema_url(PG_URL.replace("://postgres@", "://postgres:hunter2-banner@", 1), schema)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "QUIPU_LOG_LEVEL": "warning", "QUIPU_EMBEDDER": "none"}
+    try:
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "quipu",
+                    "serve",
+                    "--auth",
+                    "--db",
+                    url,
+                    "--port",
+                    str(port),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        try:
+            deadline = time.monotonic() + 60
+            while "No tenants or keys yet" not in log.read_text():
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+        shown = log.read_text()
+        assert "hunter2" not in shown, shown
+        assert shown.count("postgres:***@") == 3  # the banner and both hints
+    finally:
+        drop_schema(PG_URL, schema)
