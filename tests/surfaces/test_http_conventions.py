@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import pytest
@@ -101,6 +102,24 @@ def test_api_002_created_answers_name_their_location(svc: MemoryService) -> None
         location = made.headers["location"]
         assert location == f"/v1/memories/{made.json()['memory']['id']}"
         assert http.get(location).json()["text"] == "Deploys run on Tuesdays"
+        # the governance plane's creations name theirs too, and each can be read there
+        mid = made.json()["memory"]["id"]
+        for path, body, key in (
+            ("/v1/holds", {"kind": "subject", "target": "u7", "reason": "case"}, "hold_id"),
+            ("/v1/snapshots", {"ids": [mid]}, "snapshot_id"),
+            ("/v1/projects", {"project_id": "apollo:2@x", "name": "Apollo"}, "project_id"),
+        ):
+            made = http.post(path, json=body)
+            assert made.status_code == 201, made.text
+            location = made.headers["location"]
+            assert location == f"{path}/{quote(made.json()[key], safe='')}"
+            assert http.get(location).json()[key] == made.json()[key], path
+        assert http.get("/v1/holds/nope").status_code == 404
+        assert http.get("/v1/projects/nope").json()["error"]["code"] == "not_found"
+        queued = http.post("/v1/subjects/u7x/erase", json={"reason": "asked"})
+        assert queued.status_code == 202
+        assert queued.headers["location"] == f"/v1/erasures/{queued.json()['job']['job_id']}"
+        assert http.get(queued.headers["location"]).status_code == 200
 
 
 def test_api_002_a_second_forget_is_200_not_409(svc: MemoryService) -> None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 
 from quipu.core.records import MemoryVersion, Principal
+from quipu.errors import NotFound
 from quipu.governance import GovernanceService
 from quipu.surfaces.forgetting import forget_once
 from quipu.surfaces.http.deps import principal
@@ -129,7 +131,9 @@ def erase(memory_id: str, body: ReasonBody, gov: Gov, who: Who) -> SafeJSONRespo
 def erase_subject(user_id: str, body: ReasonBody, gov: Gov, who: Who) -> SafeJSONResponse:
     job, created = gov.erase_subject(who, user_id, reason=body.reason)
     return SafeJSONResponse(
-        {"job": job.to_dict(), "created": created}, status_code=202 if created else 200
+        {"job": job.to_dict(), "created": created},
+        status_code=202 if created else 200,
+        headers={"Location": _at("erasures", job.job_id)},
     )
 
 
@@ -145,7 +149,9 @@ def erasure(job_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
 @router.post("/holds", response_model=HoldOut, status_code=201, summary="Set a legal hold (admins)")
 def set_hold(body: HoldBody, gov: Gov, who: Who) -> SafeJSONResponse:
     hold = gov.hold(who, body.kind, body.target, reason=body.reason)
-    return SafeJSONResponse(hold.to_dict(), status_code=201)
+    return SafeJSONResponse(
+        hold.to_dict(), status_code=201, headers={"Location": _at("holds", hold.hold_id)}
+    )
 
 
 @router.get("/holds", response_model=HoldsOut, summary="Legal holds of the tenant (admins)")
@@ -153,6 +159,14 @@ def list_holds(gov: Gov, who: Who, include_released: bool = False) -> SafeJSONRe
     return SafeJSONResponse(
         {"items": [h.to_dict() for h in gov.holds(who, include_released=include_released)]}
     )
+
+
+@router.get("/holds/{hold_id}", response_model=HoldOut, summary="One legal hold (admins)")
+def get_hold(hold_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
+    found = [h for h in gov.holds(who, include_released=True) if h.hold_id == hold_id]
+    if not found:
+        raise NotFound(f"no legal hold {hold_id[:64]!r} in this tenant", code="not_found")
+    return SafeJSONResponse(found[0].to_dict())
 
 
 @router.post(
@@ -258,7 +272,9 @@ def merge(body: MergeBody, gov: Gov, who: Who) -> SafeJSONResponse:
 def snapshot_create(body: SnapshotBody, gov: Gov, who: Who) -> SafeJSONResponse:
     members = None if body.members is None else [m.model_dump() for m in body.members]
     snap = gov.snapshot_create(who, ids=body.ids, members=members, label=body.label)
-    return SafeJSONResponse(snap.to_dict(), status_code=201)
+    return SafeJSONResponse(
+        snap.to_dict(), status_code=201, headers={"Location": _at("snapshots", snap.snapshot_id)}
+    )
 
 
 @router.get(
@@ -278,12 +294,26 @@ def snapshot_resolve(snapshot_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
 )
 def project_create(body: ProjectBody, gov: Gov, who: Who) -> SafeJSONResponse:
     project = gov.project_create(who, body.project_id, name=body.name)
-    return SafeJSONResponse(project.to_dict(), status_code=201)
+    where = _at("projects", project.project_id)
+    return SafeJSONResponse(project.to_dict(), status_code=201, headers={"Location": where})
 
 
 @router.get("/projects", response_model=ProjectsOut, summary="The tenant's projects")
 def projects(gov: Gov, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse({"items": [p.to_dict() for p in gov.projects(who)]})
+
+
+@router.get("/projects/{project_id}", response_model=ProjectOut, summary="One project")
+def project(project_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
+    found = [p for p in gov.projects(who) if p.project_id == project_id]
+    if not found:
+        raise NotFound(f"no project {project_id[:64]!r} in this tenant", code="not_found")
+    return SafeJSONResponse(found[0].to_dict())
+
+
+def _at(collection: str, ident: str) -> str:
+    """The ``Location`` of what a 201 or 202 made (issue 27)."""
+    return f"/v1/{collection}/{quote(ident, safe='')}"
 
 
 # -- oversight and the audit log (SCOPE-8, SAFE-4) -----------------------------------------------
