@@ -3,14 +3,15 @@
 An export is JSON Lines in format version 2 (:mod:`quipu.transfer`): a header naming the tenant
 (or none: the whole store), then the tenants, their credentials (hashed secrets only), their
 registered projects and legal holds (released ones too), every memory version with its vector,
-the sessions (writer, turns, watermark) and the audit log, in that order. An import writes each record into the target store verbatim and skips what is
-already there, so it can be re-run, and an interrupted one finished, without doubles.
+the sessions (writer, turns, watermark) and the audit log, in that order. An import writes each
+record into the target store verbatim and skips what is already there, so it can be re-run,
+and an interrupted one finished, without doubles.
 
 The memory versions go through :meth:`MemoryService.import_` (screened like any write, one
-``memory.import`` audit event per tenant); tenants, credentials, sessions and audit events go
-straight to the store, which checks every string it is given (``storage.admission``);
-so do projects and holds (a released hold is written, then released with its own reason). This is
-the operator's tool: it runs on the store's own machine, never through a request.
+``memory.import`` audit event per tenant); tenants, credentials, projects, holds, sessions and
+audit events go straight to the store, which checks every string it is given
+(``storage.admission``); a released hold is written, then released with its own reason. This
+is the operator's tool: it runs on the store's own machine, never through a request.
 """
 
 from __future__ import annotations

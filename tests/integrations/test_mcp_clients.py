@@ -59,8 +59,10 @@ async def remember_and_recall(client: Client, text: str, query: str) -> str:
 
 
 def top_hit(answer: str) -> str:
-    """The text of the first hit of memory_recall's line answer (header line, then hits)."""
-    return answer.split("\n")[1].split(": ", 1)[1]
+    """The text of the first hit of memory_recall's line answer: a header line, then the hits
+    as ``- `` lines of the data block (SAFE-2)."""
+    first = next(line for line in answer.split("\n") if line.startswith("- "))
+    return first.split(": ", 1)[1]
 
 
 @pytest.mark.parametrize("heading", ["Claude Desktop", "Cursor"])

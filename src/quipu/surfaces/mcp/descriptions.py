@@ -38,10 +38,10 @@ Find memories relevant to a question in ONE scope (`scope`, default agent), or i
 memories, best first.
 
 Answers text: a header `N results in scope S (create_safety: exists|probable|unknown)`, then
-one line per hit: `id [scope] [vN] kind score matched date: text`. matched: `sem` semantic,
-`kw` keyword (words shared with the query; not an exact-text match), `alias` an exact alias.
-date: when observed, else when it became valid. `fields` adds named fields per hit (e.g.
-provenance, tags); `verbose` answers the full JSON instead.\
+one line per hit in a <memory> data block: `id [scope] [vN] kind score matched date: text`.
+matched: `sem` semantic, `kw` keyword (words shared with the query; not an exact-text match),
+`alias` an exact alias. date: when observed, else when it became valid. `fields` adds named
+fields per hit (e.g. provenance, tags); `verbose` adds the full JSON as structured content.\
 """
 
 LIST = """\
@@ -84,7 +84,7 @@ SCOPE = "Where it lives: agent (default, yours), user, agent_user, tenant (needs
 READ_SCOPE = "agent (default), user, agent_user or tenant. One call reads one scope."
 SCOPES = "Search each of these scopes instead of `scope` (one search each, hits merged)."
 FIELDS = "Add these fields of each memory to its hit (e.g. provenance, tags, status)."
-VERBOSE = "Answer the full JSON (every field of every memory) instead of lines."
+VERBOSE = "Also answer the full JSON (every field of every memory) as structured content."
 TEXT = "The memory: one self-contained statement, at most {max_text_bytes} bytes. No secrets."
 KIND = "What it is (default fact)."
 TAGS = "Labels to filter by later, e.g. ['billing', 'travel']."
