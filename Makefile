@@ -2,7 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+HASH   := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(HASH)
+# `make run` needs only the runtime dependencies (no test tools, no optional extras).
+RUN_STAMP := $(VENV)/.runtime-$(HASH)
 
 .PHONY: run test lint typecheck unit bench clean
 
@@ -13,7 +16,14 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-run: $(STAMP)
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	rm -f $(VENV)/.runtime-*
+	touch $(RUN_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/quipu serve
 
 lint: $(STAMP)

@@ -143,7 +143,7 @@ def build_store(settings: Settings) -> Store:
     if is_postgres_url(settings.database):
         from quipu.storage.postgres.store import PostgresStore
 
-        return PostgresStore(settings.database)
+        return PostgresStore(settings.database, max_connections=settings.pg_pool_size)
     # -- end backend choice --
     from quipu.storage.sqlite.store import SQLiteStore
 

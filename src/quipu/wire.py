@@ -137,7 +137,8 @@ def remember(body: dict[str, Any]) -> Call[WriteResult]:
 
 
 def recall(body: dict[str, Any]) -> Call[RecallResult]:
-    return Call("POST", "/v1/recall", recall_from_dict, json=body)
+    """Asks for ``verbose`` hits: the client decodes each whole memory."""
+    return Call("POST", "/v1/recall", recall_from_dict, json={**body, "verbose": True})
 
 
 def list_memories(params: dict[str, Any]) -> Call[Page]:

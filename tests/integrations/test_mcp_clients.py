@@ -54,8 +54,15 @@ async def remember_and_recall(client: Client, text: str, query: str) -> str:
     wrote = await client.call_tool("memory_remember", {"text": text, "scope": "user"})
     assert not wrote.is_error, wrote
     found = await client.call_tool("memory_recall", {"query": query, "scope": "user"})
-    assert not found.is_error and found.structured_content is not None
-    return str(found.structured_content["results"][0]["memory"]["text"])
+    assert not found.is_error and found.structured_content is None  # text only (issue 27)
+    return top_hit(found.content[0].text)
+
+
+def top_hit(answer: str) -> str:
+    """The text of the first hit of memory_recall's line answer: a header line, then the hits
+    as ``- `` lines of the data block (SAFE-2)."""
+    first = next(line for line in answer.split("\n") if line.startswith("- "))
+    return first.split(": ", 1)[1]
 
 
 @pytest.mark.parametrize("heading", ["Claude Desktop", "Cursor"])
@@ -152,9 +159,9 @@ def test_api_003_python_client_examples_run(
     for name, value in FAST.items():
         monkeypatch.setenv(name, value)
     run(stdio_code, tmp_path, monkeypatch)
-    assert capsys.readouterr().out.strip() == "The user's cat is Miso"
+    assert top_hit(capsys.readouterr().out.strip()) == "The user's cat is Miso"
     assert (tmp_path / "memory.db").exists()
 
     monkeypatch.setenv("QUIPU_TOKEN", served.token)
     run(http_code.replace("127.0.0.1:8750", f"127.0.0.1:{served.port}"), tmp_path, monkeypatch)
-    assert capsys.readouterr().out.strip() == "Deploys happen on Tuesdays"
+    assert top_hit(capsys.readouterr().out.strip()) == "Deploys happen on Tuesdays"

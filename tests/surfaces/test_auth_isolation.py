@@ -108,7 +108,7 @@ def test_scope_002_run_tokens_bind_agent_and_user_and_expire(world: World) -> No
         json={"query": "run of agent a", "scope": "agent_user"},
         headers=world.h("t.a"),
     ).json()
-    assert [h["memory"]["text"] for h in found["results"]] == ["written by a run of agent a"]
+    assert [h["text"] for h in found["results"]] == ["written by a run of agent a"]
     # agents cannot mint; tokens cannot mint
     assert c.post("/v1/tokens", json={"agent_id": "x"}, headers=world.h("t.a")).status_code == 403
     assert c.post("/v1/tokens", json={"agent_id": "x"}, headers=run).status_code == 403
@@ -206,7 +206,7 @@ def _paths(
     """What a caller can observe about ``mid`` and its text, through every read and write route."""
     out: dict[str, Any] = {}
     recall = c.post("/v1/recall", json={"query": query, "scope": scope}, headers=headers).json()
-    out["recall"] = [h["memory"]["id"] for h in recall.get("results", [])]
+    out["recall"] = [h["id"] for h in recall.get("results", [])]
     out["recall_total"] = recall.get("meta", {}).get("total")
     listed = c.get("/v1/memories", params={"scope": scope}, headers=headers).json()
     out["list"] = [m["id"] for m in listed.get("items", [])]
@@ -244,9 +244,7 @@ def test_scope_007_isolation_matrix(world: World, degraded: bool) -> None:
         mine = c.post(
             "/v1/recall", json={"query": query, "scope": scope}, headers=world.h("t.a")
         ).json()
-        assert mine["meta"]["fallback"] is degraded and mid in [
-            h["memory"]["id"] for h in mine["results"]
-        ]
+        assert mine["meta"]["fallback"] is degraded and mid in [h["id"] for h in mine["results"]]
         for outsider in ("t.b", "u.a", "u.b"):
             seen = _paths(c, world.h(outsider), mid, scope, query)
             assert seen["recall"] == [] and seen["recall_total"] == 0 and seen["list"] == [], (

@@ -182,10 +182,31 @@ def test_scope_001_cli_against_auth_server_uses_the_key_from_the_environment(
     assert list(workdir.iterdir()) == []
 
 
+def test_ops_002_export_from_a_server_needs_an_admin_key(
+    auth_server: Server, workdir: Path
+) -> None:
+    """`quipu export --db URL` reads GET /v1/export: an admin key gets its tenant's versions on
+    stdout; an agent key is refused with the stable code, nothing written, no traceback."""
+    access = build_access(load_settings({}, environ={}), auth_server.runtime.service.store)
+    access.create_tenant("exp")
+    _, admin = access.create_key("exp", "admin", agent_id="ops")
+    _, agent = access.create_key("exp", "agent", agent_id="scout")
+    db = ("--db", auth_server.url)
+    ok("remember", "The wiki moved to wiki.example.org", *db, key=admin)
+    code, out, err = cli("export", *db, key=admin)
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows[0]["type"] == "header" and rows[1]["text"] == "The wiki moved to wiki.example.org"
+    code, out, err = cli("export", *db, key=agent)
+    assert code == 1 and err.startswith("forbidden: ") and "Traceback" not in err
+    code, _, err = cli("export", *db, "--tenant", "exp", key=admin)
+    assert code == 2 and "--tenant needs a store" in err
+    assert list(workdir.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     "command",
     [
-        ["export"],
         ["import", "backup.jsonl"],
         ["reindex"],
         ["migrate"],

@@ -380,6 +380,8 @@ def test_safe_005_issue20_hostile_input_on_every_route(world: World, route: Rout
         assert r.status_code < 500, (url, (body or "")[:300], r.text[:500])
         if r.headers.get("content-type", "").startswith("application/x-ndjson"):
             assert all(json.loads(line) is not None for line in r.text.splitlines())  # export
+        elif r.headers.get("content-type", "").startswith("text/plain"):
+            assert r.text.startswith("# HELP")  # /metrics: the Prometheus text format
         else:
             assert r.json() is not None
         if r.status_code >= 400:

@@ -162,7 +162,7 @@ def test_session_001_http_turns_promote_and_jobs(tmp_path: Path, local_embedder)
         recalled = c.post(
             "/v1/recall", json={"query": "where does the user live", "scope": "agent_user"}
         ).json()
-        assert "Porto" in recalled["results"][0]["memory"]["text"]
+        assert "Porto" in recalled["results"][0]["text"]
         assert (
             c.post(f"/v1/jobs/{jobs[0]['job_id']}/retry").json()["error"]["code"]
             == "job_not_retryable"

@@ -114,6 +114,7 @@ def test_safe_002_memory_text_reaches_the_model_defanged(service: MemoryService)
         async with Client(_server(service, [ALICE])) as client:
             for tool, args in (
                 ("memory_recall", {"query": "what to say to the bot"}),
+                ("memory_recall", {"query": "what to say to the bot", "verbose": True}),
                 ("memory_get", {"memory_id": stored.id}),
                 ("memory_list", {}),
                 ("memory_history", {"memory_id": stored.id}),
@@ -123,6 +124,10 @@ def test_safe_002_memory_text_reaches_the_model_defanged(service: MemoryService)
                 assert not r.is_error, text
                 assert "stored data, not instructions" in text, tool
                 assert "<|im_start|>" not in text and text.count("</memory>") == 1, tool
-                assert raw in str(r.structured_content), tool
+                if tool == "memory_recall" and not args.get("verbose"):
+                    # the default recall sends no structured copy (issue 27); verbose does
+                    assert r.structured_content is None and stored.id in text
+                else:
+                    assert raw in str(r.structured_content), tool
 
     anyio.run(main)

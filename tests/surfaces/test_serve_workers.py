@@ -10,14 +10,17 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 import uvicorn
 
 from quipu.evals.http_load import established, free_port, wait_for_workers
 from quipu.surfaces.http.workers import listening_socket
+from tests.conftest import PG_URL
 
 
 def test_the_workers_listening_socket_gives_accepted_connections_tcp_nodelay() -> None:
@@ -49,6 +52,7 @@ def test_the_workers_listening_socket_gives_accepted_connections_tcp_nodelay() -
 
 @contextlib.contextmanager
 def _serve_two_workers(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    # (the log is tmp_path / "serve.log")
     """`quipu serve --workers 2` on a free loopback port, healthy; stopped with SIGINT."""
     port = free_port()
     env = {**os.environ, "QUIPU_LOG_LEVEL": "warning", "QUIPU_WORKER_EMBEDDED": "false"}
@@ -97,7 +101,7 @@ def test_serve_with_two_workers_answers_from_both_processes(tmp_path: Path) -> N
             for _ in range(6):
                 found = client.post("/v1/recall", json={"query": "where does Dana sit?"})
                 assert found.status_code == 200
-                assert found.json()["results"][0]["memory"]["text"] == "Dana prefers window seats"
+                assert found.json()["results"][0]["text"] == "Dana prefers window seats"
         assert len(_workers(proc)) >= 2  # the supervisor's worker processes
 
 
@@ -130,3 +134,87 @@ def test_two_workers_share_connections_opened_together(tmp_path: Path) -> None:
                 break
             time.sleep(0.5)  # let the closed connections drain before the next try
     assert sum(counts) == 8 and sorted(counts)[-2] >= 3, tries
+
+
+def test_ops_001_a_killed_worker_is_replaced_with_its_reason_logged(tmp_path: Path) -> None:
+    """Issue 27: uvicorn said only "Child process died"; the supervisor now says why."""
+    with _serve_two_workers(tmp_path) as (proc, port):
+        wait_for_workers(proc, port, 2)
+        victim = next(
+            pid
+            for pid in _workers(proc)
+            if b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        )
+        os.kill(victim, signal.SIGKILL)
+        log = tmp_path / "serve.log"
+        # the supervisor checks each worker in turn, waiting up to 60 s for a live one's answer
+        deadline = time.monotonic() + 90
+        while f"worker {victim} was killed by SIGKILL" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        assert "out-of-memory" in log.read_text()
+
+
+def test_ops_001_metrics_cover_every_worker(tmp_path: Path) -> None:
+    """With --workers 2 the workers share one metrics directory: after requests answered by
+    both processes, one scrape counts them all (each worker alone would count its share)."""
+    with _serve_two_workers(tmp_path) as (proc, port):
+        wait_for_workers(proc, port, 2)
+        total = 12
+        for _ in range(total):  # a new connection each: the workers take turns accepting
+            assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=30).status_code == 200
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+        line = next(
+            row
+            for row in text.splitlines()
+            if row.startswith("quipu_http_requests_total{")
+            and 'route="/healthz"' in row
+            and 'code="200"' in row
+        )
+        assert float(line.rsplit(" ", 1)[1]) >= total
+
+
+@pytest.mark.postgres
+def test_ops_001_the_banner_and_hints_never_print_the_password(tmp_path: Path) -> None:
+    """Issue 27: `quipu serve` on a DSN with a password prints the banner and the first-key
+    hints with the password masked, as a real process (the test server trusts any password)."""
+    if PG_URL is None or "://postgres@" not in PG_URL:
+        pytest.skip("needs the test PostgreSQL server (scripts/with-testdb.sh)")
+    from tests.support.pg import drop_schema, new_schema, schema_url
+
+    schema = new_schema(PG_URL, f"t_banner_{uuid.uuid4().hex[:10]}")
+    url = schema_url(PG_URL.replace("://postgres@", "://postgres:hunter2-banner@", 1), schema)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "QUIPU_LOG_LEVEL": "warning", "QUIPU_EMBEDDER": "none"}
+    try:
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "quipu",
+                    "serve",
+                    "--auth",
+                    "--db",
+                    url,
+                    "--port",
+                    str(port),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        try:
+            deadline = time.monotonic() + 60
+            while "No tenants or keys yet" not in log.read_text():
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+        shown = log.read_text()
+        assert "hunter2" not in shown, shown
+        assert shown.count("postgres:***@") == 3  # the banner and both hints
+    finally:
+        drop_schema(PG_URL, schema)

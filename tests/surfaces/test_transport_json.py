@@ -210,7 +210,7 @@ def test_safe_005_issue20_d2_a_stored_lone_surrogate_never_breaks_a_read(
     assert {good.id} < {m["id"] for m in listed.json()["items"]}
     assert got.json()["tags"] == ["pets\ufffd"]
     assert got.json()["metadata"] == {"note\ufffd": "value \ufffd here"}
-    assert any(h["memory"]["id"] == poisoned.id for h in recalled.json()["results"])
+    assert any(h["id"] == poisoned.id for h in recalled.json()["results"])
     assert any("U+FFFD" in r.getMessage() for r in caplog.records)
 
 

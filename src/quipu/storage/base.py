@@ -14,7 +14,9 @@ from typing import Any, Protocol
 
 from quipu.core.auth import Actor, AuditEvent, Credential, Tenant
 from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
+from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
+from quipu.core.portable import PortableSession
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
@@ -294,6 +296,10 @@ class Store(Protocol):
         self, tenant_id: str | None, status: JobStatus | None, limit: int
     ) -> list[Job]: ...
 
+    def queue_stats(self) -> dict[str, tuple[int, datetime | None]]:
+        """For each active job status (``queued``, ``running``): how many jobs, and when the
+        oldest of them was created (``None`` when there are none); read by ``/metrics``."""
+
     def reserve_budget(self, tenant_id: str, window_start: datetime, limit: int) -> bool: ...
 
     def release_budget(self, tenant_id: str, window_start: datetime) -> None:
@@ -303,6 +309,22 @@ class Store(Protocol):
         """One token of the key's write bucket, shared by every process on this store:
         0.0 when admitted, else the seconds until one is available (MEM-5)."""
 
+    # -- idempotency keys of HTTP writes (issue 27) -------------------------------------------
+    def claim_idempotency(
+        self, scope: IdempotencyScope, fingerprint: str, now: datetime, expires_at: datetime
+    ) -> StoredAnswer | None:
+        """Claim ``scope``'s key for a request with ``fingerprint``: ``None`` when it was free
+        (or its row expired: the tenant's expired rows are pruned first), else the row as
+        stored (still running when its status is ``None``). One transaction."""
+
+    def finish_idempotency(
+        self, scope: IdempotencyScope, status: int, headers: list[tuple[str, str]], body: bytes
+    ) -> None:
+        """Store the answer of the request that claimed ``scope``'s key."""
+
+    def release_idempotency(self, scope: IdempotencyScope) -> None:
+        """Forget an unfinished claim (the request failed or its answer is not kept)."""
+
     def maintain(self) -> dict[str, list[str]]:
         """Idempotent upkeep a backend needs as scopes grow (e.g. per-scope ANN indexes);
         run by a periodic job and by ``quipu migrate``. Returns what it did, by kind."""
@@ -310,6 +332,21 @@ class Store(Protocol):
     def storage_bytes(self) -> int:
         """Bytes the store occupies on disk (files, or the database), for size-per-memory
         figures."""
+
+    # -- whole-store export and import (OPS-2) -------------------------------------------------
+    def export_sessions(self, tenant_id: str | None) -> Iterator[PortableSession]:
+        """Every session (of one tenant, or all), with its turns, writer and watermark."""
+
+    def import_sessions(self, sessions: Iterable[PortableSession]) -> int:
+        """Insert exported sessions verbatim, skipping turns and watermarks present; the
+        bounds' counters grow by what was added. Returns the turns added."""
+
+    def export_audit(self, tenant_id: str | None) -> Iterator[AuditEvent]:
+        """The audit log (of one tenant, or all), oldest first."""
+
+    def import_audit(self, events: Iterable[AuditEvent]) -> int:
+        """Append exported audit events, skipping any already present (same tenant, time,
+        actor, action and targets). Returns how many were added."""
 
     # -- governance (LIFE-4..8, SCOPE-6, SCOPE-8) ---------------------------------------------
     def erase_families(

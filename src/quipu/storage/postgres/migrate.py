@@ -37,6 +37,7 @@ DISTRIBUTED = (
     "legal_holds",
     "snapshots",
     "projects",
+    "idempotency_keys",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

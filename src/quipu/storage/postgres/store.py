@@ -41,7 +41,9 @@ from quipu.storage.postgres import bulk, routed
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
+from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.migrate import is_distributed, migrate
+from quipu.storage.postgres.portable import PortableTables
 from quipu.storage.postgres.registry import RegistryTables
 from quipu.storage.postgres.rows import (
     COLUMNS,
@@ -71,7 +73,9 @@ _CHUNK = 1000
 _PIN_LOCK = 0x7170696E
 
 
-class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables):
+class PostgresStore(
+    ControlTables, WorkTables, GovernanceTables, RegistryTables, IdempotencyTables, PortableTables
+):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
     def __init__(

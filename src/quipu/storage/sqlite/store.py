@@ -42,7 +42,9 @@ from quipu.storage.decode import decode_row, decode_rows
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.governance import GovernanceTables
+from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.migrate import migrate
+from quipu.storage.sqlite.portable import PortableTables
 from quipu.storage.sqlite.rows import (
     COLUMNS,
     INSERT_SQL,
@@ -62,7 +64,15 @@ _CHUNK = 500
 _LOG_KEPT = 1024
 
 
-class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, GovernanceTables):
+class SQLiteStore(
+    ScopeSearch,
+    BulkTables,
+    ControlTables,
+    WorkTables,
+    GovernanceTables,
+    IdempotencyTables,
+    PortableTables,
+):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(

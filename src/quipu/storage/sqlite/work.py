@@ -404,6 +404,14 @@ class WorkTables:
         )
         return [_job(r) for r in rows]
 
+    def queue_stats(self) -> dict[str, tuple[int, datetime | None]]:
+        rows = self._reader().execute(
+            "SELECT status, COUNT(*), MIN(created_at) FROM jobs"
+            " WHERE status IN ('queued', 'running') GROUP BY status"
+        )
+        found = {r[0]: (int(r[1]), from_micros(r[2])) for r in rows}
+        return {s: found.get(s, (0, None)) for s in ("queued", "running")}
+
     # -- rate limit --------------------------------------------------------------------------
     def take_rate_token(self, key_id: str, rate: float, burst: int, now: datetime) -> float:
         """Spend one token of ``key_id``'s bucket; 0.0 when admitted, else seconds to wait.

@@ -6,16 +6,16 @@ import json
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from quipu.composition import build_access, build_store
-from quipu.core.records import Principal, Role
 from quipu.errors import QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, key_or_exit, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, fail, key_or_exit, rows_table, settings_or_exit
+
+if TYPE_CHECKING:
+    from quipu.core.records import Principal
 
 tenants = typer.Typer(help="Create and list tenants.", no_args_is_help=True)
 keys = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
@@ -28,6 +28,8 @@ Tenant = Annotated[str, typer.Option("--tenant", help="Tenant id.")]
 
 
 def _with_access(db: str | None, config: Path | None, action: Any) -> Any:
+    from quipu.composition import build_access, build_store
+
     settings = settings_or_exit(db, config)
     store = build_store(settings)
     try:
@@ -43,10 +45,7 @@ def _out(data: Any, as_json: bool, columns: list[str]) -> None:
         sys.stdout.write(json.dumps(data, default=str) + "\n")
         return
     rows = data if isinstance(data, list) else [data]
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*[str(row.get(c, "")) for c in columns])
-    console.print(table)
+    console.print(rows_table(rows, columns, console.width))
 
 
 @tenants.command("create")
@@ -96,6 +95,9 @@ def keys_create(
     db: Db = None,
     config: Config = None,
     as_json: Json = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the secret (for scripts).")
+    ] = False,
 ) -> None:
     """Create an API key. The secret is printed once; only its hash is stored."""
     expires = None if expires_days is None else datetime.now(UTC) + timedelta(days=expires_days)
@@ -113,6 +115,9 @@ def keys_create(
         ),
     )
     data = {**credential.to_dict(), "secret": secret}
+    if quiet:
+        sys.stdout.write(secret + "\n")
+        return
     if as_json:
         _out(data, True, [])
         return
@@ -141,10 +146,15 @@ def keys_list(tenant: Tenant, db: Db = None, config: Config = None, as_json: Jso
 
 
 @keys.command("revoke")
-def keys_revoke(key_id: str, tenant: Tenant, db: Db = None, config: Config = None) -> None:
+def keys_revoke(
+    key_id: str, tenant: Tenant, db: Db = None, config: Config = None, as_json: Json = False
+) -> None:
     """Revoke a key; it stops working on the next request, and so do its run tokens."""
     _with_access(db, config, lambda a: a.revoke_key(tenant, key_id))
-    console.print(f"revoked {key_id}")
+    if as_json:
+        _out({"revoked": key_id, "tenant_id": tenant}, True, [])
+        return
+    console.print(f"revoked {key_id}", markup=False)
 
 
 @tokens.command("mint")
@@ -170,6 +180,8 @@ def tokens_mint(
 ) -> None:
     """Mint a run token bound to (agent_id, user_id) with a service key (from QUIPU_API_KEY,
     --key-stdin or --key)."""
+    from quipu.core.records import Role
+
     secret_key = key_or_exit(key, key_stdin)
 
     def mint(a: Any) -> Any:

@@ -10,23 +10,23 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from quipu.composition import build_service, local_principal
 from quipu.core.urls import mask_credentials
 from quipu.errors import QuipuError
-from quipu.memories import MemoryService
-from quipu.remote import MemoryClient
-from quipu.settings import Settings
-from quipu.surfaces.cli import access, bench, governance, jobs, target
+from quipu.surfaces.cli import access, bench, governance, jobs, portable, target
 from quipu.surfaces.cli import eval as eval_cli
-from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, env_key, fail, rows_table, settings_or_exit
+
+if TYPE_CHECKING:
+    from quipu.memories import MemoryService
+    from quipu.remote import MemoryClient
+    from quipu.settings import Settings
 
 app = typer.Typer(
     help="Quipu: memory for AI agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -38,6 +38,8 @@ app.add_typer(access.tokens, name="tokens")
 app.add_typer(jobs.jobs, name="jobs")
 app.add_typer(eval_cli.app, name="eval")
 app.command()(jobs.worker)
+app.command("export")(portable.export_)
+app.command("import")(portable.import_)
 governance.register(app)
 console = Console()
 err = Console(stderr=True)
@@ -52,6 +54,8 @@ _settings = settings_or_exit
 
 def _run(db: str | None, config: Path | None, action: Callable[[MemoryService, Settings], T]) -> T:
     """``action`` on the service of a local store (commands a server cannot serve)."""
+    from quipu.composition import build_service
+
     settings = _settings(db, config)
     try:
         service = build_service(settings)
@@ -100,10 +104,7 @@ def _print(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*[escape(str(row.get(c, ""))) for c in columns])
-    console.print(table)
+    console.print(rows_table(rows, columns, console.width))
 
 
 @app.command()
@@ -136,7 +137,7 @@ def serve(
             "as the local principal; bind 127.0.0.1, or start with --auth (API keys required)"
         )
         raise typer.Exit(2)
-    logging_config = configure_logging(settings.log_level)
+    logging_config = configure_logging(settings.log_level, settings.log_format)
     try:
         api, runtime = build_server(settings)
     except QuipuError as exc:
@@ -160,17 +161,19 @@ def serve(
     if processes_count > 1:
         # The store is open and migrated; each worker process builds its own server from the
         # same settings (surfaces.http.server.app_from_environment).
-        from quipu.surfaces.http.workers import run_workers
+        from quipu.surfaces.http.workers import run_workers, share_metrics
 
         runtime.close()
         hand_to_workers(settings)
-        run_workers(
-            WORKER_FACTORY,
-            workers=processes_count,
-            host=settings.host,
-            port=settings.port,
-            log_level=settings.log_level,
-        )
+        with share_metrics():
+            run_workers(
+                WORKER_FACTORY,
+                workers=processes_count,
+                host=settings.host,
+                port=settings.port,
+                log_level=settings.log_level,
+                log_format=settings.log_format,
+            )
         return
     if settings.worker_embedded:
         runtime.worker.start()
@@ -192,12 +195,12 @@ def _is_loopback(host: str) -> bool:
 @app.command("mcp")
 def mcp_(db: Db = None, config: Config = None) -> None:
     """Run the MCP server over stdio for a local agent, as the trusted local principal."""
-    from quipu.composition import build_runtime
+    from quipu.composition import build_runtime, build_service, local_principal
     from quipu.surfaces.http.logs import configure_logging
     from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 
     settings = _settings(db, config)
-    configure_logging(settings.log_level)  # stderr, never Rich; stdout is the protocol
+    configure_logging(settings.log_level, settings.log_format)  # stderr; stdout is the protocol
     try:
         service = build_service(settings)
         runtime = build_runtime(settings, service)
@@ -234,6 +237,9 @@ def remember(
     valid_at: Annotated[str | None, typer.Option(help="When it became true.")] = None,
     invalid_at: Annotated[str | None, typer.Option(help="When it stops being true.")] = None,
     as_json: Json = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the memory's id (for scripts).")
+    ] = False,
 ) -> None:
     """Remember TEXT."""
     result = _memories(
@@ -252,6 +258,9 @@ def remember(
         ),
     )
     data = {"memory": result.memory.to_dict(), "created": result.created}
+    if quiet:
+        sys.stdout.write(result.memory.id + "\n")
+        return
     _print(
         data,
         as_json,
@@ -441,53 +450,6 @@ def supersede(
     _print(memory.to_dict(), as_json, lambda d: console.print(f"{d['id']} superseded"))
 
 
-@app.command("export")
-def export_(
-    db: Db = None,
-    config: Config = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="File to write (JSON Lines).")] = Path(
-        "quipu-export.jsonl"
-    ),
-) -> None:
-    """Export every version (with vectors) to JSON Lines."""
-    from quipu import transfer
-
-    def action(s: MemoryService, st: Settings) -> int:
-        count = 0
-        with out.open("w", encoding="utf-8") as fh, _progress() as bar:
-            task = bar.add_task("exporting", total=None)
-            for count in transfer.write(fh, s.export(local_principal(st, "cli"))):
-                bar.update(task, completed=count)
-        return count
-
-    count = _run(db, config, action)
-    console.print(f"exported {count} versions to {out}")
-
-
-@app.command("import")
-def import_(
-    file: Path,
-    db: Db = None,
-    config: Config = None,
-) -> None:
-    """Import a JSON Lines export (ids, versions, times and vectors are kept)."""
-    from quipu import transfer
-
-    def action(s: MemoryService, st: Settings) -> int:
-        with file.open(encoding="utf-8") as fh, _progress() as bar:
-            task = bar.add_task("importing", total=None)
-
-            def lines() -> Any:
-                for n, line in enumerate(fh):
-                    bar.update(task, completed=n)
-                    yield line
-
-            return s.import_(local_principal(st, "cli"), transfer.read(lines()))
-
-    count = _run(db, config, action)
-    console.print(f"imported {count} versions from {file}")
-
-
 @app.command()
 def migrate(
     db: Db = None,
@@ -508,15 +470,19 @@ def migrate(
 
 
 @app.command()
-def reindex(db: Db = None, config: Config = None) -> None:
+def reindex(db: Db = None, config: Config = None, as_json: Json = False) -> None:
     """Embed rows stored without a vector (embedder was down, deferred, or another model)."""
     count = _run(db, config, lambda s, _st: s.embed_pending())
-    console.print(f"embedded {count} memories")
+    _print(
+        {"embedded": count}, as_json, lambda d: console.print(f"embedded {d['embedded']} memories")
+    )
 
 
 @app.command()
 def config(config_file: Config = None, as_json: Json = False) -> None:
     """Show every setting with its current value and help."""
+    from quipu.settings import Settings
+
     settings = _settings(None, config_file, server_ok=True)
     rows = [
         {

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,11 +25,10 @@ from rich.progress import (
 from rich.status import Status
 from rich.table import Table
 
-import quipu
-from quipu.evals import compare as evals_compare
-from quipu.evals import perf, public_bench
-from quipu.evals.datasets import DatasetFormatError
 from quipu.surfaces.cli.options import Bars, SettingOverrides, fail, parse_overrides
+
+if TYPE_CHECKING:
+    from quipu.evals import public_bench
 
 app = typer.Typer(help="Benchmarks; each writes its results as JSON.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -38,6 +37,8 @@ Out = Annotated[Path | None, typer.Option("--out", help="Write the JSON result h
 
 
 def _emit(name: str, result: dict[str, Any], out: Path | None) -> None:
+    from quipu.evals import perf
+
     result = {
         "benchmark": name,
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -74,6 +75,9 @@ def ingest(
     out: Out = None,
 ) -> None:
     """Write N memories one remember() at a time; report memories/s (median, min-max)."""
+    import quipu
+    from quipu.evals import perf
+
     results = []
     for run in range(runs):
         label = f"run {run + 1}/{runs}"
@@ -129,6 +133,9 @@ def recall(
     """Recall latency in one scope of an N-row store (p50/p95/p99, first recall after restart,
     resident memory, bytes on disk per row); with --background, also in one small tenant of
     a store that holds many."""
+    import quipu
+    from quipu.evals import perf
+
     settings: dict[str, Any] = dict(parse_overrides(overrides))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
@@ -194,6 +201,8 @@ def locomo(
 ) -> None:
     """LoCoMo evidence retrieval: categories 1-4, every speaker's turns indexed as
     "<speaker>: <text>", session- and turn-level recall@k, nDCG@10, context tokens."""
+    from quipu.evals import public_bench
+
     path = _dataset(data, "locomo")
     _public(
         "locomo",
@@ -224,6 +233,8 @@ def longmemeval(
 ) -> None:
     """LongMemEval evidence retrieval (official protocol: user turns only, abstention
     questions skipped): session- and turn-level recall@k, nDCG@10, context tokens."""
+    from quipu.evals import public_bench
+
     path = _dataset(data, "longmemeval")
     _public(
         "longmemeval",
@@ -252,9 +263,13 @@ def compare(
         typer.Option("--k", min=1, help="Cut-offs (repeatable; default 5 and 10)."),
     ] = None,
     out: Out = None,
+    as_json: AsJson = False,
 ) -> None:
     """Two `locomo`/`longmemeval` runs with --details, question by question: for each
     metric, the questions the second run gains and loses, and the exact sign test."""
+    from quipu.evals import compare as evals_compare
+    from quipu.evals.datasets import DatasetFormatError
+
     try:
         rows = evals_compare.compare(
             evals_compare.load_run(before, system),
@@ -275,13 +290,19 @@ def compare(
             str(len(row.lost)),
             f"{row.p_value:.3g}",
         )
-    Console().print(table)
+    result = {"before": str(before), "after": str(after), "system": system}
+    full = {**result, "metrics": [asdict(row) for row in rows]}
+    if as_json:
+        print(json.dumps(full, default=str))
+    else:
+        Console().print(table)
     if out is not None:
-        result = {"before": str(before), "after": str(after), "system": system}
-        _write_json({**result, "metrics": [asdict(row) for row in rows]}, out)
+        _write_json(full, out)
 
 
 def _dataset(data: Path | None, name: str) -> Path:
+    import quipu
+
     if data is not None:
         if not data.is_file():
             raise typer.BadParameter(f"no such file: {data}", param_hint="--data")
@@ -311,6 +332,8 @@ def _public(
     as_json: bool,
     out: Path | None,
 ) -> None:
+    from quipu.evals import perf, public_bench
+
     if not haystacks:
         raise typer.BadParameter(f"{path} holds no scored question", param_hint="--data")
     from quipu.embeddings.local import LocalEmbedder

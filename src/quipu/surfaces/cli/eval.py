@@ -6,7 +6,7 @@ import json
 import tempfile
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -14,12 +14,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Column, Table
 
-from quipu.evals import synthetic
-from quipu.evals.datasets import DatasetFormatError
-from quipu.evals.promotion import SPLITS, PromotionReport, evaluate, load_promotion_dataset
-from quipu.evals.retrieval_eval import DEFAULT_K, RetrievalReport, TierScore, run_retrieval_eval
-from quipu.extraction import DeterministicExtractor, Extractor, ModelExtractor
 from quipu.surfaces.cli.options import Bars, SettingOverrides, fail, parse_overrides
+
+if TYPE_CHECKING:
+    from quipu.evals.promotion import PromotionReport
+    from quipu.evals.retrieval_eval import RetrievalReport, TierScore
+    from quipu.extraction import Extractor
+
+#: The defaults of ``quipu.evals.synthetic`` and ``quipu.evals.retrieval_eval``, named here so
+#: ``quipu --help`` does not import them (a unit test keeps them equal).
+DEFAULT_CONVERSATIONS = 20
+RETRIEVAL_K = 5
 
 app = typer.Typer(help="Quality evaluations (they measure, never gate).", no_args_is_help=True)
 console = Console()
@@ -45,6 +50,8 @@ def _extractor(
     timeout: float,
     config: Path | None,
 ) -> Extractor:
+    from quipu.extraction import DeterministicExtractor, ModelExtractor
+
     if name is ExtractorName.DETERMINISTIC:
         return DeterministicExtractor()
     if api_key is not None:
@@ -74,6 +81,8 @@ def _fmt(value: float | None) -> str:
 
 
 def _render(report: PromotionReport, split: str | None, show_errors: bool) -> None:
+    from quipu.evals.promotion import SPLITS
+
     summary = report.summary(split)
     table = Table("kind", "precision", "recall", "F1", "TP", "predicted", "gold")
     rows: list[tuple[str, dict[str, Any]]] = list(summary["by_kind"].items())
@@ -157,6 +166,9 @@ def promotion(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Precision, recall and F1 of an extractor on the labelled promotion sessions (EVAL-2)."""
+    from quipu.evals.promotion import SPLITS, evaluate, load_promotion_dataset
+    from quipu.extraction import ModelExtractor
+
     sessions = load_promotion_dataset(dataset)
     chosen = None if split is Split.ALL else split.value
     sessions = [s for s in sessions if chosen is None or s.split == chosen]
@@ -192,14 +204,29 @@ def generate(
     seed: Annotated[int, typer.Option(help="Random seed: one seed always writes one corpus.")] = 42,
     conversations: Annotated[
         int, typer.Option(min=1, max=10_000, help="Conversations (about 100 turns each).")
-    ] = synthetic.DEFAULT_CONVERSATIONS,
+    ] = DEFAULT_CONVERSATIONS,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Write the seeded synthetic retrieval corpus (EVAL-1): multi-session conversations, the
     queries, and the sealed relevance judgements in their own file."""
+    from quipu.evals import synthetic
+
     corpus = synthetic.generate(seed, conversations)
     paths = synthetic.write_corpus(corpus, out)
     sessions = sum(len(chat.sessions) for chat in corpus.conversations)
     turns = sum(len(chat.turns()) for chat in corpus.conversations)
+    if as_json:
+        summary = {
+            "seed": seed,
+            "conversations": len(corpus.conversations),
+            "sessions": sessions,
+            "turns": turns,
+            "queries": len(corpus.queries),
+            "tiers": corpus.tier_counts(),
+            "files": [str(p) for p in paths],
+        }
+        print(json.dumps(summary))
+        return
     console.print(
         f"seed {seed}: {len(corpus.conversations)} conversations, {sessions} sessions, "
         f"{turns} turns, {len(corpus.queries)} queries"
@@ -251,6 +278,9 @@ def _retrieval_table(report: RetrievalReport) -> Table:
 def _run_retrieval(
     data: Path, db: Path, k: int, details: bool, overrides: dict[str, str]
 ) -> RetrievalReport:
+    from quipu.evals.datasets import DatasetFormatError
+    from quipu.evals.retrieval_eval import run_retrieval_eval
+
     columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn())
     try:
         with Progress(*columns, console=console, transient=True) as bars:
@@ -268,7 +298,7 @@ def retrieval(
     data: Annotated[Path, typer.Option("--data", help="Folder written by `quipu eval generate`.")],
     k: Annotated[
         int, typer.Option("--k", min=1, max=100, help="Results per query: every metric's cut-off.")
-    ] = DEFAULT_K,
+    ] = RETRIEVAL_K,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the report as JSON to this file.")
     ] = None,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -22,15 +22,14 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from quipu.composition import build_runtime, build_service, local_principal
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
 from quipu.core.records import Principal, Role
 from quipu.errors import QuipuError
-from quipu.governance import ERASE_SUBJECT
-from quipu.jobs.worker import Worker
-from quipu.runtime import Runtime
 from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+
+if TYPE_CHECKING:  # the runtime is imported when a command runs: `quipu --help` stays cheap
+    from quipu.runtime import Runtime
 
 holds = typer.Typer(help="Set, list and lift legal holds (LIFE-4).", no_args_is_help=True)
 review = typer.Typer(
@@ -66,6 +65,8 @@ def _act(
     reviewer: str | None = None,
 ) -> T:
     """``action`` on the runtime of the store ``--db`` names, as the shell's operator."""
+    from quipu.composition import build_runtime, build_service, local_principal
+
     settings = settings_or_exit(db, config)
     try:
         rt = build_runtime(settings, build_service(settings))
@@ -143,6 +144,9 @@ def erase_subject(
     progress, then what went, counted per table."""
 
     def run(rt: Runtime, who: Principal) -> dict[str, Any]:
+        from quipu.governance import ERASE_SUBJECT
+        from quipu.jobs.worker import Worker
+
         job, _ = rt.governance.erase_subject(who, user_id, reason=reason)
         if not wait:
             return job.to_dict()

@@ -8,19 +8,24 @@ import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from quipu.composition import build_runtime, build_service, local_principal
-from quipu.core import validate
-from quipu.core.jobs import JobStatus
-from quipu.core.records import Role
 from quipu.errors import NotFound, QuipuError
-from quipu.runtime import Runtime
-from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+from quipu.surfaces.cli.options import (
+    AsJson,
+    Config,
+    Db,
+    fail,
+    print_json,
+    rows_table,
+    settings_or_exit,
+)
+
+if TYPE_CHECKING:
+    from quipu.runtime import Runtime
 
 jobs = typer.Typer(help="Inspect, cancel and retry durable jobs.", no_args_is_help=True)
 console = Console()
@@ -28,6 +33,8 @@ err = Console(stderr=True)
 
 
 def _runtime(db: str | None, config: Path | None) -> Runtime:
+    from quipu.composition import build_runtime, build_service
+
     settings = settings_or_exit(db, config)
     try:
         return build_runtime(settings, build_service(settings))
@@ -39,6 +46,7 @@ def worker(
     db: Db = None,
     config: Config = None,
     once: Annotated[bool, typer.Option("--once", help="Run due jobs, then exit.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Run a job worker: promotion, sweeps, pruning, embedding backfill. Several workers may
     share one store; a job is held by one worker at a time (lease + fencing token)."""
@@ -47,7 +55,10 @@ def worker(
         if once:
             rt.worker.schedule()
             done = rt.worker.drain()
-            console.print(f"ran {done} job(s)")
+            if as_json:
+                print_json({"ran": done})
+            else:
+                console.print(f"ran {done} job(s)")
             return
         console.print(f"worker {rt.worker.name} running; Ctrl-C to stop")
         signal.signal(signal.SIGTERM, lambda *_: rt.worker.stop(0))
@@ -67,6 +78,9 @@ def jobs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List jobs, newest first."""
+    from quipu.core import validate
+    from quipu.core.jobs import JobStatus
+
     rt = _runtime(db, config)
     try:
         wanted = None if status is None else validate.enum(JobStatus, status, field="status")
@@ -83,27 +97,28 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
         sys.stdout.write(json.dumps(rows, default=str) + "\n")
         return
     cols = ["job_id", "tenant_id", "kind", "status", "attempts", "last_error", "updated_at"]
-    table = Table(*cols)
-    for row in rows:
-        table.add_row(*[str(row.get(c, "")) for c in cols])
-    console.print(table)
+    console.print(rows_table(rows, cols, console.width))
 
 
 @jobs.command("cancel")
-def jobs_cancel(job_id: str, db: Db = None, config: Config = None) -> None:
+def jobs_cancel(job_id: str, db: Db = None, config: Config = None, as_json: AsJson = False) -> None:
     """Cancel a queued or running job (a running holder loses its lease); audited."""
-    _act(db, config, job_id, "cancel")
+    _act(db, config, job_id, "cancel", as_json)
 
 
 @jobs.command("retry")
-def jobs_retry(job_id: str, db: Db = None, config: Config = None) -> None:
+def jobs_retry(job_id: str, db: Db = None, config: Config = None, as_json: AsJson = False) -> None:
     """Queue a failed or cancelled job again; audited."""
-    _act(db, config, job_id, "retry")
+    _act(db, config, job_id, "retry", as_json)
 
 
-def _act(db: str | None, config: Path | None, job_id: str, act: str) -> None:
+def _act(db: str | None, config: Path | None, job_id: str, act: str, as_json: bool) -> None:
     """Cancel or retry as the shell's operator, an admin of the job's tenant: the same use case
     as the HTTP routes, audited as ``job.cancel`` / ``job.retry`` with surface ``cli`` (SAFE-4)."""
+    from quipu.composition import local_principal
+    from quipu.core import validate
+    from quipu.core.records import Role
+
     settings = settings_or_exit(db, config)
     rt = _runtime(db, config)
     try:
@@ -121,4 +136,7 @@ def _act(db: str | None, config: Path | None, job_id: str, act: str) -> None:
     finally:
         rt.close()
     verb = "cancelled" if act == "cancel" else "queued"
-    console.print(f"{job.job_id}: {job.status.value} ({verb})")
+    if as_json:
+        print_json(job.to_dict())
+        return
+    console.print(f"{job.job_id}: {job.status.value} ({verb})", markup=False)

@@ -5,19 +5,23 @@ environment or standard input, and progress bars."""
 from __future__ import annotations
 
 import getpass
+import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.progress import Progress, TaskID
+from rich.table import Table
+from rich.text import Text
 
-from quipu.composition import API_KEY_ENV, database_kind, load_settings, server_key
 from quipu.core.urls import mask_credentials
 from quipu.errors import ConfigurationError, QuipuError
-from quipu.settings import Settings, is_secret
+
+if TYPE_CHECKING:
+    from quipu.settings import Settings
 
 err = Console(stderr=True)
 
@@ -36,6 +40,7 @@ Db = Annotated[
     ),
 ]
 Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 SettingOverrides = Annotated[
     list[str] | None,
     typer.Option(
@@ -46,11 +51,44 @@ SettingOverrides = Annotated[
 ]
 
 
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+def rows_table(rows: list[dict[str, Any]], columns: list[str], width: int) -> RenderableType:
+    """``rows`` as a table whose id columns (``id``, ``*_id``) are never cut (issue 27): they
+    never wrap and are as wide as their longest value; other columns wrap. When the terminal
+    (``width`` columns) cannot hold the ids and a few characters of each other column, each
+    row is printed as ``name: value`` lines instead. Cells are text, never markup."""
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max([len(name)] + [len(r[i]) for r in cells]) for i, name in enumerate(columns)]
+    ids = [name == "id" or name.endswith("_id") for name in columns]
+    needed = sum(w if is_id else min(w, 8) for w, is_id in zip(widths, ids, strict=True))
+    if needed + 3 * len(columns) + 1 > width:
+        lines: list[Text] = []
+        for row in cells:
+            lines += [Text(f"{name}: {value}") for name, value in zip(columns, row, strict=True)]
+            lines.append(Text(""))
+        return Group(*lines)
+    table = Table()
+    for name, widest, is_id in zip(columns, widths, ids, strict=True):
+        if is_id:
+            table.add_column(name, no_wrap=True, min_width=widest, overflow="ignore")
+        else:
+            table.add_column(name, overflow="fold", min_width=min(widest, 8))
+    for row in cells:
+        table.add_row(*[Text(value) for value in row])
+    return table
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def fail(exc: QuipuError, exit_code: int) -> NoReturn:
     """Print ``code: message`` on stderr and end the command with ``exit_code``. The message
     is printed as text (never as markup) with any credential in it masked."""
-    label = "configuration error" if isinstance(exc, ConfigurationError) else exc.code
-    err.print(f"[red]{escape(label)}:[/red] {escape(mask_credentials(exc.message))}")
+    err.print(f"[red]{escape(exc.code)}:[/red] {escape(mask_credentials(exc.message))}")
     raise typer.Exit(exit_code)
 
 
@@ -59,6 +97,8 @@ def settings_or_exit(
 ) -> Settings:
     """Settings from defaults, the file, the environment and these flags; exit 2 if invalid,
     or if ``database`` is a server URL and the command needs a store (not ``server_ok``)."""
+    from quipu.composition import database_kind, load_settings
+
     try:
         settings = load_settings({"database": db, **overrides}, config_file=config)
     except ConfigurationError as exc:
@@ -93,6 +133,8 @@ def checked_key(value: str | None, source: str) -> str | None:
 
 def env_key() -> str | None:
     """The key in ``QUIPU_API_KEY`` (checked; exit 2 when malformed), or None."""
+    from quipu.composition import API_KEY_ENV, server_key
+
     try:
         return checked_key(server_key(), API_KEY_ENV)
     except ConfigurationError as exc:
@@ -103,6 +145,8 @@ def key_or_exit(flag: str | None, from_stdin: bool) -> str:
     """A key for a command that needs one: ``--key-stdin`` reads the first line of standard
     input (a prompt without echo on a terminal), else ``--key`` (warned: a command line is
     visible to every user of the machine), else ``QUIPU_API_KEY``. Exit 2 when none is given."""
+    from quipu.composition import API_KEY_ENV, server_key
+
     try:
         if flag is not None and from_stdin:
             raise ConfigurationError("give the key with --key or with --key-stdin, not both")
@@ -128,6 +172,9 @@ def key_or_exit(flag: str | None, from_stdin: bool) -> str:
 
 def parse_overrides(items: list[str] | None) -> dict[str, str]:
     """``--set NAME=VALUE`` items as settings overrides, checked against the settings model."""
+    from quipu.composition import load_settings
+    from quipu.settings import is_secret
+
     overrides: dict[str, str] = {}
     for item in items or []:
         name, sep, value = item.partition("=")

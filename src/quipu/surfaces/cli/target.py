@@ -9,25 +9,26 @@ Both clients have one interface (:class:`quipu.remote.MemoryClient`), so a verb 
 
 from __future__ import annotations
 
-from quipu import Client, Quipu
-from quipu.composition import (
-    API_KEY_ENV,
-    build_runtime,
-    build_service,
-    database_kind,
-    local_principal,
-)
+from typing import TYPE_CHECKING
+
 from quipu.errors import QuipuError, Unauthorized
-from quipu.remote import MemoryClient
-from quipu.settings import Settings
+
+if TYPE_CHECKING:
+    from quipu.remote import MemoryClient
+    from quipu.settings import Settings
 
 
 def is_server(settings: Settings) -> bool:
+    from quipu.composition import database_kind
+
     return database_kind(settings.database) == "server"
 
 
 def open_client(settings: Settings, key: str | None) -> MemoryClient:
     """The embedded client over the configured store, or the HTTP client of the server."""
+    from quipu import Client, Quipu
+    from quipu.composition import build_runtime, build_service, local_principal
+
     if is_server(settings):
         return Client(settings.database, key)
     service = build_service(settings)
@@ -42,6 +43,8 @@ def open_client(settings: Settings, key: str | None) -> MemoryClient:
 
 def hint(exc: QuipuError, settings: Settings, key: str | None) -> str | None:
     """A next step for an error that needs one (a server asked for a key none was given)."""
+    from quipu.composition import API_KEY_ENV
+
     if isinstance(exc, Unauthorized) and is_server(settings) and key is None:
         return f"the server requires a key: set {API_KEY_ENV} to an API key or run token"
     return None

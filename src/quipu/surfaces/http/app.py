@@ -13,11 +13,15 @@ from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.guard import RequestGuard
+from quipu.surfaces.http.idempotency import Idempotency
+from quipu.surfaces.http.observe import RequestContext, route_templates
+from quipu.surfaces.http.openapi import declare_bearer
 from quipu.surfaces.http.routers import (
     admin,
     governance,
     health,
     memories,
+    ops,
     recall,
     sessions,
     transfer,
@@ -40,6 +44,7 @@ def create_app(
     max_body_bytes: int = 1_048_576,
     access: Access | None = None,
     runtime: Runtime | None = None,
+    idempotency_ttl_seconds: int = 86_400,
 ) -> FastAPI:
     """The HTTP API. ``resolve_principal`` turns a request's headers into its principal; the
     guard (:class:`RequestGuard`) calls it for every ``/v1`` request before the body is read."""
@@ -48,6 +53,8 @@ def create_app(
         version=__version__,
         description="Memory for AI agents: versioned, bi-temporal, tenant-isolated, hybrid recall.",
         default_response_class=SafeJSONResponse,
+        docs_url=None,  # served from bundled files by routers.ops.install_docs (no CDN)
+        redoc_url=None,
     )
     app.state.service = service
     app.state.resolve_principal = resolve_principal
@@ -56,8 +63,17 @@ def create_app(
     app.state.governance = runtime.governance if runtime else None  # built on first use
     errors.install(app)
 
+    # inside the guard: the principal is known and the body bounded before a key is claimed
+    app.add_middleware(
+        Idempotency, store=lambda: app.state.service.store, ttl_seconds=idempotency_ttl_seconds
+    )
     app.add_middleware(RequestGuard, limit=max_body_bytes, resolver=resolve_principal)
+    # outermost: the request id, the request's log line and its metrics
+    app.add_middleware(RequestContext, templates=lambda: route_templates(app))
     app.include_router(health.router)
+    app.include_router(ops.router)
+    ops.install_docs(app)
+    declare_bearer(app)
     for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     app.include_router(governance.router, responses=ERROR_RESPONSES)

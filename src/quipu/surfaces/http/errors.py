@@ -19,6 +19,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from quipu.errors import LimitExceeded, QuipuError
+from quipu.surfaces import metrics
 from quipu.surfaces.http.encoding import SafeJSONResponse, clean_text
 
 log = logging.getLogger("quipu.http")
@@ -29,6 +30,7 @@ MAX_MESSAGE_CHARS = 500
 
 
 def envelope(status: int, code: str, message: str, details: object = None) -> SafeJSONResponse:
+    metrics.observe_refusal(code, "http")
     return SafeJSONResponse(
         {"error": {"code": code, "message": message, "details": details or {}}}, status_code=status
     )

@@ -31,6 +31,7 @@ from quipu.errors import PayloadTooLarge, QuipuError
 from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PRINCIPAL_KEY, PrincipalResolver, resolve_principal
 from quipu.surfaces.http.inbound import Refusal, screen_json, screen_url
+from quipu.surfaces.http.observe import note_principal
 
 #: Requests under this prefix act for a principal; everything else (``/healthz``, the OpenAPI
 #: document and its pages, ``/mcp`` with its own bearer check) is public or guarded elsewhere.
@@ -59,6 +60,7 @@ class RequestGuard:
             except QuipuError as exc:
                 await exchange.refuse(errors.error_response(exc))
                 return
+            note_principal(scope, principal.key_id)
             scope = {**scope, PRINCIPAL_KEY: principal}
             refusal = screen_url(scope["path"], scope.get("query_string", b""))
             if refusal is None and exchange.has_body and _json_body(scope):

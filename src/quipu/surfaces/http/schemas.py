@@ -8,6 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from quipu.core.views import MAX_FIELDS, ExtraField
+from quipu.fanout import MAX_SCOPES
+
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -54,8 +57,22 @@ class FilterFields(Body):
 class RecallBody(FilterFields):
     query: Any = Field(description="The question, at most max_query_chars characters.")
     scope: str = "agent"
+    scopes: list[str] | None = Field(
+        None,
+        max_length=MAX_SCOPES,
+        description="Recall in each of these scopes instead of `scope` (one search per scope, "
+        "hits merged best first, each labelled with its scope; SCOPE-4).",
+    )
     k: int | None = Field(None, description="How many results (default_k when absent).")
     planes: list[str] | None = Field(None, description="Which planes to read (RECALL-8).")
+    fields: list[ExtraField] | None = Field(
+        None,
+        max_length=MAX_FIELDS,
+        description="Fields of each memory to add to its compact hit (e.g. provenance).",
+    )
+    verbose: bool = Field(
+        False, description="Each hit also carries the whole memory under `memory`."
+    )
 
 
 class PatchBody(Body):

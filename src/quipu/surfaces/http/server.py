@@ -11,6 +11,7 @@ from threadpoolctl import threadpool_limits
 from quipu.auth.ratelimit import SharedRateLimiter
 from quipu.composition import (
     build_access,
+    build_embedder,
     build_runtime,
     build_service,
     handed_settings,
@@ -24,6 +25,7 @@ from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import bearer_resolver, local_resolver
 from quipu.surfaces.http.logs import configure_logging
 from quipu.surfaces.mcp import LOOPBACK_HOSTS, mount_mcp
+from quipu.surfaces.metrics import CountingEmbedder
 
 #: The uvicorn factory of each `quipu serve --workers N` process (:func:`app_from_environment`).
 WORKER_FACTORY = "quipu.surfaces.http.server:app_from_environment"
@@ -42,12 +44,19 @@ def build_server(
     # single scope scan only spin against them. Measured on 2 cores, 10k-row scope, 8
     # concurrent recalls in one process: 103 -> 140 recalls/s, p95 116 -> 85 ms.
     threadpool_limits(limits=1, user_api="blas")
-    service = build_service(settings, embedder)
+    model = embedder if embedder is not None else build_embedder(settings)
+    service = build_service(settings, None if model is None else CountingEmbedder(model))
     runtime = build_runtime(settings, service, extractor=extractor)
     limit = settings.max_body_bytes
     if not settings.auth:
         resolver = local_resolver(local_principal(settings, "http"))
-        app = create_app(service, resolver, max_body_bytes=limit, runtime=runtime)
+        app = create_app(
+            service,
+            resolver,
+            max_body_bytes=limit,
+            runtime=runtime,
+            idempotency_ttl_seconds=settings.idempotency_ttl_seconds,
+        )
         mcp_principal = local_principal(settings, "mcp")
         mount_mcp(
             app,
@@ -63,7 +72,12 @@ def build_server(
     )
     access = build_access(settings, service.store)
     app = create_app(
-        service, bearer_resolver(access), max_body_bytes=limit, access=access, runtime=runtime
+        service,
+        bearer_resolver(access),
+        max_body_bytes=limit,
+        access=access,
+        runtime=runtime,
+        idempotency_ttl_seconds=settings.idempotency_ttl_seconds,
     )
     mount_mcp(
         app,
@@ -83,7 +97,7 @@ def app_from_environment() -> FastAPI:
     runs its own job worker thread when ``worker_embedded`` is on: jobs are leased in the
     store, so several workers never run the same job twice."""
     settings = handed_settings()
-    configure_logging(settings.log_level)  # before the MCP server can reach for Rich
+    configure_logging(settings.log_level, settings.log_format)  # before MCP reaches for Rich
     app, runtime = build_server(settings)
     if settings.worker_embedded:
         runtime.worker.start()

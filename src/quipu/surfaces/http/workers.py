@@ -18,13 +18,24 @@ sibling takes the next one.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import signal
 import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
+from uvicorn.supervisors.multiprocess import Process
 
 from quipu.surfaces.http.logs import log_config
+from quipu.surfaces.metrics import MULTIPROCESS_ENV
+
+log = logging.getLogger("quipu.workers")
 
 #: How long a worker leaves the shared socket to its siblings after accepting a connection.
 ACCEPT_PAUSE_S = 0.0005
@@ -75,7 +86,70 @@ def _listening(sock: socket.socket, server: Any) -> bool:
 WORKER_HEALTHCHECK_SECONDS = 60
 
 
-def run_workers(factory: str, *, workers: int, host: str, port: int, log_level: str) -> None:
+class Supervisor(Multiprocess):
+    """uvicorn's supervisor, saying why it replaces a worker (issue 27): uvicorn logs only
+    "Child process [pid] died", whether the worker exited, was killed by a signal (the
+    out-of-memory killer's SIGKILL) or stopped answering the health check and was killed."""
+
+    def keep_subprocess_alive(self) -> None:
+        if self.should_exit.is_set():
+            return
+        for index, process in enumerate(self.processes):
+            running = process.process.is_alive()
+            if running and process.ping(timeout=self.config.timeout_worker_healthcheck):
+                continue
+            process.kill()
+            process.join()
+            if process.exitcode == STARTUP_FAILURE:
+                log.error("worker %s failed to start; stopping the server", process.pid)
+                self.should_exit.set()
+                return
+            if self.should_exit.is_set():
+                return
+            log.error("worker %s %s; starting a new one", process.pid, why(running, process))
+            replacement = Process(self.config, self.sockets)
+            replacement.start()
+            self.processes[index] = replacement
+
+
+def why(was_running: bool, process: Process) -> str:
+    """The reason a worker is being replaced, in words."""
+    if was_running:
+        return (
+            f"did not answer the supervisor's health check within "
+            f"{WORKER_HEALTHCHECK_SECONDS} s (hung or starved of CPU) and was killed"
+        )
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (often the out-of-memory killer)" if name == "SIGKILL" else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with code {code}"
+
+
+@contextmanager
+def share_metrics() -> Iterator[None]:
+    """Worker processes started inside write their metrics to one fresh directory
+    (prometheus-client's multiprocess mode), so any worker's ``/metrics`` reports them all;
+    the directory is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="quipu-metrics-") as folder:
+        before = os.environ.get(MULTIPROCESS_ENV)
+        os.environ[MULTIPROCESS_ENV] = folder
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(MULTIPROCESS_ENV, None)
+            else:
+                os.environ[MULTIPROCESS_ENV] = before
+
+
+def run_workers(
+    factory: str, *, workers: int, host: str, port: int, log_level: str, log_format: str = "json"
+) -> None:
     """Serve the app ``factory`` (``module:function``) from ``workers`` processes; returns
     when the supervisor stops (SIGINT/SIGTERM)."""
     config = uvicorn.Config(
@@ -84,14 +158,14 @@ def run_workers(factory: str, *, workers: int, host: str, port: int, log_level: 
         workers=workers,
         host=host,
         port=port,
-        log_config=log_config(log_level),
+        log_config=log_config(log_level, log_format),
         # A worker answers the supervisor's pings from a thread that competes with loading the
         # model and the app; on a busy machine 5 s (uvicorn's default) killed healthy workers
         # mid-start ("Child process died", no reason logged).
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
         loop=f"{__name__}:SharedAcceptLoop",
     )
-    Multiprocess(config, sockets=[listening_socket(config)]).run()
+    Supervisor(config, sockets=[listening_socket(config)]).run()
 
 
 def listening_socket(config: uvicorn.Config) -> socket.socket:

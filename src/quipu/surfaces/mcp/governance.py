@@ -12,6 +12,7 @@ from pydantic import Field
 
 from quipu.core.records import Principal
 from quipu.governance import GovernanceService
+from quipu.governance.base import MAX_MERGE, MAX_SNAPSHOT_MEMBERS
 from quipu.surfaces.mcp import render
 
 GOVERNANCE_TOOL_NAMES = (
@@ -69,13 +70,14 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
     writer = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
     reader = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     memory_id_help = "The memory's id."
+    max_page = governance.memory.limits.max_page  # bounds in the schema, not prose (issue 27)
 
     @server.tool(
         name="memory_restore", title="Restore a version", description=RESTORE, annotations=writer
     )
     def memory_restore(
         memory_id: Annotated[str, Field(description=memory_id_help)],
-        version: Annotated[int, Field(description="The version whose content comes back.")],
+        version: Annotated[int, Field(description="The version whose content comes back.", ge=1)],
         expected_version: Annotated[int, Field(description=EXPECTED, ge=1)],
         ctx: Context,
         reason: Annotated[str | None, Field(description="Why.")] = None,
@@ -92,7 +94,12 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
         name="memory_merge", title="Merge duplicates", description=MERGE, annotations=writer
     )
     def memory_merge(
-        ids: Annotated[list[str], Field(description="2-20 memory ids; the first survives.")],
+        ids: Annotated[
+            list[str],
+            Field(
+                description="Memory ids; the first survives.", min_length=2, max_length=MAX_MERGE
+            ),
+        ],
         text: Annotated[str, Field(description="The merged statement.")],
         expected_version: Annotated[
             int, Field(description="The first (surviving) memory's current version.", ge=1)
@@ -112,7 +119,14 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
         name="memory_snapshot", title="Pin a snapshot", description=SNAPSHOT, annotations=writer
     )
     def memory_snapshot(
-        ids: Annotated[list[str], Field(description="Memory ids to pin at their current version.")],
+        ids: Annotated[
+            list[str],
+            Field(
+                description="Memory ids to pin at their current version.",
+                min_length=1,
+                max_length=MAX_SNAPSHOT_MEMBERS,
+            ),
+        ],
         ctx: Context,
         label: Annotated[str | None, Field(description="A short label for the run.")] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
@@ -152,7 +166,7 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
             Literal["candidate", "quarantined"] | None, Field(description="Only this status.")
         ] = None,
         cursor: Annotated[str | None, Field(description="next_cursor of the last page.")] = None,
-        limit: Annotated[int | None, Field(description="Page size.")] = None,
+        limit: Annotated[int | None, Field(description="Page size.", ge=1, le=max_page)] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         def act(who: Principal) -> dict[str, Any]:
             page = governance.review_queue(who, status=status, cursor=cursor, limit=limit)

@@ -15,20 +15,26 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import Tool as MCPTool
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from quipu.core.records import MemoryVersion, Principal
+from quipu.core.views import MAX_FIELDS, ExtraField, check_fields, recall_entries, recall_view
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
+from quipu.fanout import recall_across
 from quipu.governance import GovernanceService
+from quipu.jobs.visibility import job_handle
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
-from quipu.surfaces.http.encoding import json_safe
+from quipu.surfaces import metrics
+from quipu.surfaces.forgetting import forget_once
+from quipu.surfaces.http.encoding import clean_text, json_safe
 from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
@@ -113,6 +119,20 @@ class QuipuMCPServer(MCPServer):
     async def run_stdio_async(self) -> None:
         await serve_stdio(self)
 
+    async def list_tools(self) -> list[MCPTool]:
+        """The SDK's tool list without the ``title`` pydantic puts on every schema and
+        property (the names say it): ~15 % of what a client loads when it connects."""
+        tools = await super().list_tools()
+        return [
+            tool.model_copy(
+                update={
+                    "input_schema": _untitled(tool.input_schema),
+                    "output_schema": _untitled(tool.output_schema),
+                }
+            )
+            for tool in tools
+        ]
+
 
 def fixed_principal(principal: Principal) -> PrincipalForRequest:
     """Every call acts as ``principal``: the trusted local principal of ``quipu mcp``."""
@@ -175,11 +195,15 @@ def create_mcp_server(
         ctx: Context,
         scope: Annotated[ScopeName, Field(description=d.SCOPE)] = "agent",
         kind: Annotated[KindName, Field(description=d.KIND)] = "fact",
-        tags: Annotated[list[str] | None, Field(description=d.TAGS)] = None,
-        aliases: Annotated[list[str] | None, Field(description=d.ALIASES)] = None,
+        tags: Annotated[
+            list[str] | None, Field(description=d.TAGS, max_length=lim.max_tags)
+        ] = None,
+        aliases: Annotated[
+            list[str] | None, Field(description=d.ALIASES, max_length=lim.max_aliases)
+        ] = None,
         metadata: Annotated[dict[str, Any] | None, Field(description=metadata_help)] = None,
         project: Annotated[str | None, Field(description=d.PROJECT)] = None,
-        confidence: Annotated[float, Field(description=d.CONFIDENCE)] = 1.0,
+        confidence: Annotated[float, Field(description=d.CONFIDENCE, ge=0, le=1)] = 1.0,
         observed_at: Annotated[str | None, Field(description=d.OBSERVED_AT)] = None,
         valid_at: Annotated[str | None, Field(description=d.VALID_AT)] = None,
         invalid_at: Annotated[str | None, Field(description=d.INVALID_AT)] = None,
@@ -214,41 +238,68 @@ def create_mcp_server(
         query: Annotated[str, Field(description=query_help)],
         ctx: Context,
         scope: Annotated[ScopeName, Field(description=d.READ_SCOPE)] = "agent",
-        k: Annotated[int | None, Field(description=k_help)] = None,
+        scopes: Annotated[
+            list[ScopeName] | None,
+            Field(description=d.SCOPES, min_length=1, max_length=len(get_args(ScopeName))),
+        ] = None,
+        k: Annotated[int | None, Field(description=k_help, ge=1, le=lim.max_k)] = None,
         kinds: Annotated[list[KindName] | None, Field(description=d.FILTER_KINDS)] = None,
-        tags: Annotated[list[str] | None, Field(description=d.FILTER_TAGS)] = None,
+        tags: Annotated[
+            list[str] | None, Field(description=d.FILTER_TAGS, max_length=lim.max_tags)
+        ] = None,
         project: Annotated[str | None, Field(description=d.PROJECT)] = None,
         as_of: Annotated[str | None, Field(description=d.AS_OF)] = None,
         observed_after: Annotated[str | None, Field(description=d.OBSERVED_AFTER)] = None,
         observed_before: Annotated[str | None, Field(description=d.OBSERVED_BEFORE)] = None,
-        min_confidence: Annotated[float | None, Field(description=d.MIN_CONFIDENCE)] = None,
-    ) -> Annotated[CallToolResult, RecallOutput]:
-        return call(
-            ctx,
-            lambda who: service.recall(
-                who,
-                query,
-                scope=scope,
-                k=k,
-                kinds=kinds,
-                tags=tags,
-                project=project,
-                as_of=as_of,
-                observed_after=observed_after,
-                observed_before=observed_before,
-                min_confidence=min_confidence,
-            ).to_dict(),
-            render.recall_text,
-        )
+        min_confidence: Annotated[
+            float | None, Field(description=d.MIN_CONFIDENCE, ge=0, le=1)
+        ] = None,
+        fields: Annotated[
+            list[ExtraField] | None, Field(description=d.FIELDS, max_length=MAX_FIELDS)
+        ] = None,
+        verbose: Annotated[bool, Field(description=d.VERBOSE)] = False,
+    ) -> CallToolResult:
+        """By default text only (no structured copy): one line per hit in a data block
+        (SAFE-2); with ``verbose`` the HTTP API's recall as structured content and the hits
+        as the data block (issue 27: the same answer twice cost twice)."""
+        filters: dict[str, Any] = {
+            "kinds": kinds,
+            "tags": tags,
+            "project": project,
+            "as_of": as_of,
+            "observed_after": observed_after,
+            "observed_before": observed_before,
+            "min_confidence": min_confidence,
+        }
+
+        def act(who: Principal) -> CallToolResult:
+            if scopes is not None:
+                result = recall_across(service, who, query, scopes, k=k, **filters)
+            else:
+                result = service.recall(who, query, scope=scope, k=k, **filters)
+            metrics.observe_recall(result.meta)
+            extra = check_fields(fields)
+            if verbose:
+                return _success(recall_view(result, verbose=True, fields=extra), render.recall_text)
+            head, entries = recall_entries(result, extra)
+            text = _clean(render.block(head, entries))
+            return CallToolResult(content=[TextContent(type="text", text=text)])
+
+        try:
+            return act(principal_for_request(ctx))
+        except QuipuError as exc:
+            return _failure(exc)
 
     @server.tool(name="memory_list", title="List memories", description=d.LIST, annotations=reader)
     def memory_list(
         ctx: Context,
         scope: Annotated[ScopeName, Field(description=d.READ_SCOPE)] = "agent",
-        limit: Annotated[int | None, Field(description=limit_help)] = None,
+        limit: Annotated[int | None, Field(description=limit_help, ge=1, le=lim.max_page)] = None,
         cursor: Annotated[str | None, Field(description=d.CURSOR)] = None,
         kinds: Annotated[list[KindName] | None, Field(description=d.FILTER_KINDS)] = None,
-        tags: Annotated[list[str] | None, Field(description=d.FILTER_TAGS)] = None,
+        tags: Annotated[
+            list[str] | None, Field(description=d.FILTER_TAGS, max_length=lim.max_tags)
+        ] = None,
         project: Annotated[str | None, Field(description=d.PROJECT)] = None,
         as_of: Annotated[str | None, Field(description=d.AS_OF)] = None,
     ) -> Annotated[CallToolResult, ListOutput]:
@@ -356,12 +407,17 @@ def create_mcp_server(
         memory_id: Annotated[str, Field(description=d.MEMORY_ID)],
         ctx: Context,
         reason: Annotated[str | None, Field(description=d.REASON)] = None,
-        expected_version: Annotated[int | None, Field(description=d.EXPECTED_VERSION)] = None,
+        expected_version: Annotated[
+            int | None, Field(description=d.EXPECTED_VERSION_OPTIONAL, ge=1)
+        ] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
-            lambda who: service.forget(
-                who, memory_id, reason=reason, expected_version=expected_version
+            lambda who: forget_once(
+                lambda: service.forget(
+                    who, memory_id, reason=reason, expected_version=expected_version
+                ),
+                lambda: service.history(who, memory_id),
             ).to_dict(),
         )
 
@@ -413,7 +469,7 @@ def _session_tools(
     def session_history(
         session_id: Annotated[str, Field(description=d.SESSION)],
         ctx: Context,
-        after: Annotated[int, Field(description=d.AFTER)] = 0,
+        after: Annotated[int, Field(description=d.AFTER, ge=0)] = 0,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
@@ -431,9 +487,26 @@ def _session_tools(
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         def act(who: Principal) -> dict[str, Any]:
             job, created = sessions.promote(who, session_id)
-            return {"job": job.to_dict(), "created": created}
+            return {"job": job_handle(job), "created": created}
 
         return call(ctx, act)
+
+
+def _untitled(schema: Any) -> Any:
+    """A JSON Schema without its ``title`` annotations (a property named ``title`` stays)."""
+    if isinstance(schema, list):
+        return [_untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _untitled(item) for name, item in value.items()}
+        else:
+            out[key] = _untitled(value)
+    return out
 
 
 def _dicts(memories: list[MemoryVersion]) -> list[dict[str, Any]]:
@@ -467,8 +540,19 @@ def _encodable(data: Any) -> tuple[Any, str]:
     return data, text
 
 
+def _clean(text: str) -> str:
+    """Text a stored lone surrogate cannot keep from being sent (replaced by U+FFFD)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        log.warning("a tool result held a lone surrogate; it was replaced by U+FFFD")
+        return clean_text(text)
+    return text
+
+
 def _failure(exc: QuipuError) -> CallToolResult:
     """A tool error: text ``"<code>: <message>"`` plus the HTTP error envelope as structure."""
+    metrics.observe_refusal(exc.code, "mcp")
     envelope = exc.to_dict()
     if isinstance(exc, LimitExceeded) and exc.retry_after is not None:
         envelope["error"]["details"] = {**exc.details, "retry_after": exc.retry_after}

@@ -13,6 +13,7 @@ from quipu.errors import InvalidInput, NotFound
 from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.responses import TokenOut
 from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["access"])
@@ -35,7 +36,7 @@ def _access(request: Request) -> Access:
 
 
 @router.post(
-    "/tokens", status_code=201, response_model=Json, summary="Mint a run token (service keys)"
+    "/tokens", status_code=201, response_model=TokenOut, summary="Mint a run token (service keys)"
 )
 def mint_token(body: TokenBody, who: Who, svc: Svc, request: Request) -> SafeJSONResponse:
     svc.guard.admit_write(who)  # minting spends from the service key's bucket (defect 12)

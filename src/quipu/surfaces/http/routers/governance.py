@@ -6,21 +6,38 @@ the library and the CLI."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 
-from quipu.core.records import Principal
+from quipu.core.records import MemoryVersion, Principal
+from quipu.errors import NotFound
 from quipu.governance import GovernanceService
+from quipu.surfaces.forgetting import forget_once
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.responses import (
+    AuditPageOut,
+    EraseOut,
+    HoldOut,
+    HoldsOut,
+    JobOut,
+    MemoryOut,
+    MemoryPageOut,
+    ProjectOut,
+    ProjectsOut,
+    PromoteOut,
+    SnapshotOut,
+    SubjectPageOut,
+)
 from quipu.surfaces.http.schemas import Body
 
-#: Endpoints answer with :class:`SafeJSONResponse` themselves (documented as ``Json``), as the
-#: memories router does: a stored value JSON cannot carry never turns a read into a 500.
+#: Endpoints answer with :class:`SafeJSONResponse` themselves (documented by the typed models of
+#: :mod:`..responses`), as the memories router does: a stored value JSON cannot carry never
+#: turns a read into a 500.
 router = APIRouter(prefix="/v1", tags=["governance"])
-Json = dict[str, Any]
 Who = Annotated[Principal, Depends(principal)]
 
 
@@ -97,7 +114,7 @@ class ProjectBody(Body):
 # -- erase and legal holds (LIFE-4) ------------------------------------------------------------
 @router.post(
     "/memories/{memory_id}/erase",
-    response_model=Json,
+    response_model=EraseOut,
     summary="Erase a memory's content (compliance)",
 )
 def erase(memory_id: str, body: ReasonBody, gov: Gov, who: Who) -> SafeJSONResponse:
@@ -106,7 +123,7 @@ def erase(memory_id: str, body: ReasonBody, gov: Gov, who: Who) -> SafeJSONRespo
 
 @router.post(
     "/subjects/{user_id}/erase",
-    response_model=Json,
+    response_model=PromoteOut,
     status_code=202,
     summary="Erase everything of one end user",
     responses={200: {"description": "That subject's erasure is already queued or running"}},
@@ -114,40 +131,56 @@ def erase(memory_id: str, body: ReasonBody, gov: Gov, who: Who) -> SafeJSONRespo
 def erase_subject(user_id: str, body: ReasonBody, gov: Gov, who: Who) -> SafeJSONResponse:
     job, created = gov.erase_subject(who, user_id, reason=body.reason)
     return SafeJSONResponse(
-        {"job": job.to_dict(), "created": created}, status_code=202 if created else 200
+        {"job": job.to_dict(), "created": created},
+        status_code=202 if created else 200,
+        headers={"Location": _at("erasures", job.job_id)},
     )
 
 
 @router.get(
     "/erasures/{job_id}",
-    response_model=Json,
+    response_model=JobOut,
     summary="A subject erasure's progress and final counts",
 )
 def erasure(job_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse(gov.erasure_job(who, job_id).to_dict())
 
 
-@router.post("/holds", response_model=Json, status_code=201, summary="Set a legal hold (admins)")
+@router.post("/holds", response_model=HoldOut, status_code=201, summary="Set a legal hold (admins)")
 def set_hold(body: HoldBody, gov: Gov, who: Who) -> SafeJSONResponse:
     hold = gov.hold(who, body.kind, body.target, reason=body.reason)
-    return SafeJSONResponse(hold.to_dict(), status_code=201)
+    return SafeJSONResponse(
+        hold.to_dict(), status_code=201, headers={"Location": _at("holds", hold.hold_id)}
+    )
 
 
-@router.get("/holds", response_model=Json, summary="Legal holds of the tenant (admins)")
+@router.get("/holds", response_model=HoldsOut, summary="Legal holds of the tenant (admins)")
 def list_holds(gov: Gov, who: Who, include_released: bool = False) -> SafeJSONResponse:
     return SafeJSONResponse(
         {"items": [h.to_dict() for h in gov.holds(who, include_released=include_released)]}
     )
 
 
-@router.post("/holds/{hold_id}/release", response_model=Json, summary="Lift a legal hold (admins)")
+@router.get("/holds/{hold_id}", response_model=HoldOut, summary="One legal hold (admins)")
+def get_hold(hold_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
+    found = [h for h in gov.holds(who, include_released=True) if h.hold_id == hold_id]
+    if not found:
+        raise NotFound(f"no legal hold {hold_id[:64]!r} in this tenant", code="not_found")
+    return SafeJSONResponse(found[0].to_dict())
+
+
+@router.post(
+    "/holds/{hold_id}/release", response_model=HoldOut, summary="Lift a legal hold (admins)"
+)
 def release_hold(hold_id: str, body: ReasonBody, gov: Gov, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse(gov.release_hold(who, hold_id, reason=body.reason).to_dict())
 
 
 # -- review, judgement, restore, merge (LIFE-5..7, MEM-3) ------------------------------------
 @router.get(
-    "/review", response_model=Json, summary="The review queue: candidates and quarantined memories"
+    "/review",
+    response_model=MemoryPageOut,
+    summary="The review queue: candidates and quarantined memories",
 )
 def review_queue(
     gov: Gov,
@@ -163,7 +196,9 @@ def review_queue(
 
 
 @router.post(
-    "/review/{memory_id}", response_model=Json, summary="Activate or reject a memory under review"
+    "/review/{memory_id}",
+    response_model=MemoryOut,
+    summary="Activate or reject a memory under review",
 )
 def review(memory_id: str, body: ReviewBody, gov: Gov, who: Who) -> SafeJSONResponse:
     gov.version_named(who, memory_id, body.expected_version, tenant_wide=True)
@@ -179,7 +214,7 @@ def review(memory_id: str, body: ReviewBody, gov: Gov, who: Who) -> SafeJSONResp
 
 
 @router.post(
-    "/memories/{memory_id}/affirm", response_model=Json, summary="Affirm a memory (reviewers)"
+    "/memories/{memory_id}/affirm", response_model=MemoryOut, summary="Affirm a memory (reviewers)"
 )
 def affirm(memory_id: str, body: JudgeBody, gov: Gov, who: Who) -> SafeJSONResponse:
     gov.version_named(who, memory_id, body.expected_version, tenant_wide=True)
@@ -188,7 +223,7 @@ def affirm(memory_id: str, body: JudgeBody, gov: Gov, who: Who) -> SafeJSONRespo
 
 
 @router.post(
-    "/memories/{memory_id}/refute", response_model=Json, summary="Refute a memory (reviewers)"
+    "/memories/{memory_id}/refute", response_model=MemoryOut, summary="Refute a memory (reviewers)"
 )
 def refute(memory_id: str, body: JudgeBody, gov: Gov, who: Who) -> SafeJSONResponse:
     gov.version_named(who, memory_id, body.expected_version, tenant_wide=True)
@@ -198,7 +233,7 @@ def refute(memory_id: str, body: JudgeBody, gov: Gov, who: Who) -> SafeJSONRespo
 
 @router.post(
     "/memories/{memory_id}/restore",
-    response_model=Json,
+    response_model=MemoryOut,
     summary="Restore an earlier version's content",
 )
 def restore(memory_id: str, body: RestoreBody, gov: Gov, who: Who) -> SafeJSONResponse:
@@ -214,7 +249,9 @@ def restore(memory_id: str, body: RestoreBody, gov: Gov, who: Who) -> SafeJSONRe
     )
 
 
-@router.post("/memories/merge", response_model=Json, summary="Merge duplicates into one family")
+@router.post(
+    "/memories/merge", response_model=MemoryOut, summary="Merge duplicates into one family"
+)
 def merge(body: MergeBody, gov: Gov, who: Who) -> SafeJSONResponse:
     survivor = body.ids[0] if body.ids else ""
     gov.version_named(who, survivor, body.expected_version, tenant_wide=False)
@@ -227,17 +264,22 @@ def merge(body: MergeBody, gov: Gov, who: Who) -> SafeJSONResponse:
 
 # -- snapshots and projects (LIFE-8, SCOPE-6) --------------------------------------------------
 @router.post(
-    "/snapshots", response_model=Json, status_code=201, summary="Pin exact versions for a run"
+    "/snapshots",
+    response_model=SnapshotOut,
+    status_code=201,
+    summary="Pin exact versions for a run",
 )
 def snapshot_create(body: SnapshotBody, gov: Gov, who: Who) -> SafeJSONResponse:
     members = None if body.members is None else [m.model_dump() for m in body.members]
     snap = gov.snapshot_create(who, ids=body.ids, members=members, label=body.label)
-    return SafeJSONResponse(snap.to_dict(), status_code=201)
+    return SafeJSONResponse(
+        snap.to_dict(), status_code=201, headers={"Location": _at("snapshots", snap.snapshot_id)}
+    )
 
 
 @router.get(
     "/snapshots/{snapshot_id}",
-    response_model=Json,
+    response_model=SnapshotOut,
     summary="Resolve a snapshot (fails closed per member)",
 )
 def snapshot_resolve(snapshot_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
@@ -246,22 +288,36 @@ def snapshot_resolve(snapshot_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
 
 @router.post(
     "/projects",
-    response_model=Json,
+    response_model=ProjectOut,
     status_code=201,
     summary="Register a project (admins, tenant:write)",
 )
 def project_create(body: ProjectBody, gov: Gov, who: Who) -> SafeJSONResponse:
     project = gov.project_create(who, body.project_id, name=body.name)
-    return SafeJSONResponse(project.to_dict(), status_code=201)
+    where = _at("projects", project.project_id)
+    return SafeJSONResponse(project.to_dict(), status_code=201, headers={"Location": where})
 
 
-@router.get("/projects", response_model=Json, summary="The tenant's projects")
+@router.get("/projects", response_model=ProjectsOut, summary="The tenant's projects")
 def projects(gov: Gov, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse({"items": [p.to_dict() for p in gov.projects(who)]})
 
 
+@router.get("/projects/{project_id}", response_model=ProjectOut, summary="One project")
+def project(project_id: str, gov: Gov, who: Who) -> SafeJSONResponse:
+    found = [p for p in gov.projects(who) if p.project_id == project_id]
+    if not found:
+        raise NotFound(f"no project {project_id[:64]!r} in this tenant", code="not_found")
+    return SafeJSONResponse(found[0].to_dict())
+
+
+def _at(collection: str, ident: str) -> str:
+    """The ``Location`` of what a 201 or 202 made (issue 27)."""
+    return f"/v1/{collection}/{quote(ident, safe='')}"
+
+
 # -- oversight and the audit log (SCOPE-8, SAFE-4) -----------------------------------------------
-@router.get("/audit", response_model=Json, summary="The tenant's audit log (admins)")
+@router.get("/audit", response_model=AuditPageOut, summary="The tenant's audit log (admins)")
 def audit(
     gov: Gov,
     who: Who,
@@ -274,7 +330,7 @@ def audit(
 
 @router.get(
     "/admin/subjects",
-    response_model=Json,
+    response_model=SubjectPageOut,
     summary="Every subject of the tenant (superadmin oversight)",
 )
 def subjects(
@@ -289,7 +345,7 @@ def subjects(
 
 @router.get(
     "/admin/memories",
-    response_model=Json,
+    response_model=MemoryPageOut,
     summary="List any subject's memories (superadmin oversight)",
 )
 def oversight_list(
@@ -318,7 +374,7 @@ def oversight_list(
 
 @router.delete(
     "/admin/memories/{memory_id}",
-    response_model=Json,
+    response_model=MemoryOut,
     summary="Forget any memory (superadmin oversight)",
 )
 def oversight_forget(
@@ -326,7 +382,7 @@ def oversight_forget(
 ) -> SafeJSONResponse:
     """Kept for clients that cannot send a body with DELETE; a reason here travels in the URL,
     so prefer ``POST /v1/admin/memories/{id}/forget``."""
-    return SafeJSONResponse(gov.oversight_forget(who, memory_id, reason=reason).to_dict())
+    return SafeJSONResponse(_forget_once(gov, who, memory_id, reason).to_dict())
 
 
 class OversightForgetBody(Body):
@@ -342,4 +398,16 @@ def oversight_forget_with_body(
     memory_id: str, body: OversightForgetBody, gov: Gov, who: Who
 ) -> SafeJSONResponse:
     """The reason never enters a URL or an access log (issue 20 defect 4)."""
-    return SafeJSONResponse(gov.oversight_forget(who, memory_id, reason=body.reason).to_dict())
+    return SafeJSONResponse(_forget_once(gov, who, memory_id, body.reason).to_dict())
+
+
+def _forget_once(
+    gov: GovernanceService, who: Principal, memory_id: str, reason: str | None
+) -> MemoryVersion:
+    """Forgetting twice answers the forgotten memory again (idempotent, issue 27)."""
+
+    def versions() -> list[MemoryVersion]:
+        ref = gov.store.locate(who.tenant_id, memory_id)
+        return [] if ref is None else gov.store.history(ref, memory_id)
+
+    return forget_once(lambda: gov.oversight_forget(who, memory_id, reason=reason), versions)

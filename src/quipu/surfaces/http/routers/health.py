@@ -8,11 +8,12 @@ from fastapi import APIRouter, Depends
 
 from quipu.memories import MemoryService
 from quipu.surfaces.http.deps import service
+from quipu.surfaces.http.responses import HealthOut
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", summary="Liveness and configuration summary")
+@router.get("/healthz", summary="Liveness and configuration summary", response_model=HealthOut)
 def healthz(svc: Annotated[MemoryService, Depends(service)]) -> dict[str, Any]:
     caps = svc.store.capabilities
     return {

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query
 
 from quipu.core.records import Principal
 from quipu.errors import InvalidInput, PreconditionRequired
 from quipu.memories import MemoryService
+from quipu.surfaces.forgetting import forget_once
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.responses import HistoryOut, MemoryOut, MemoryPageOut, RememberOut
 from quipu.surfaces.http.schemas import ForgetBody, PatchBody, RememberBody, SupersedeBody
 
 #: Endpoints answer with :class:`SafeJSONResponse` themselves (documented as ``Json``): FastAPI's
@@ -26,7 +29,7 @@ Who = Annotated[Principal, Depends(principal)]
     "",
     status_code=201,
     summary="Remember a memory",
-    response_model=Json,
+    response_model=RememberOut,
     responses={200: {"description": "An exact duplicate: the existing live memory (MEM-6)"}},
 )
 def remember(body: RememberBody, svc: Svc, who: Who) -> SafeJSONResponse:
@@ -34,10 +37,15 @@ def remember(body: RememberBody, svc: Svc, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse(
         {"memory": result.memory.to_dict(), "created": result.created},
         status_code=201 if result.created else 200,
+        headers={"Location": memory_url(result.memory.id)},
     )
 
 
-@router.get("", response_model=Json, summary="List memories in one scope")
+def memory_url(memory_id: str) -> str:
+    return "/v1/memories/" + quote(memory_id, safe="")
+
+
+@router.get("", response_model=MemoryPageOut, summary="List memories in one scope")
 def list_memories(
     svc: Svc,
     who: Who,
@@ -74,13 +82,13 @@ def list_memories(
     )
 
 
-@router.get("/{memory_id}", response_model=Json, summary="Get a memory's current version")
+@router.get("/{memory_id}", response_model=MemoryOut, summary="Get a memory's current version")
 def get_memory(memory_id: str, svc: Svc, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse(svc.get(who, memory_id).to_dict())
 
 
 @router.patch(
-    "/{memory_id}", response_model=Json, summary="Revise a memory's text or move its status"
+    "/{memory_id}", response_model=MemoryOut, summary="Revise a memory's text or move its status"
 )
 def patch_memory(memory_id: str, body: PatchBody, svc: Svc, who: Who) -> SafeJSONResponse:
     if (body.text is None) == (body.status is None):
@@ -107,7 +115,7 @@ def patch_memory(memory_id: str, body: PatchBody, svc: Svc, who: Who) -> SafeJSO
 
 
 @router.delete(
-    "/{memory_id}", response_model=Json, summary="Forget a memory (logical; history keeps it)"
+    "/{memory_id}", response_model=MemoryOut, summary="Forget a memory (logical; history keeps it)"
 )
 def forget_memory(
     memory_id: str,
@@ -118,29 +126,37 @@ def forget_memory(
 ) -> SafeJSONResponse:
     """Kept for clients that cannot send a body with DELETE; a reason here travels in the URL,
     so prefer ``POST /v1/memories/{id}/forget``."""
-    forgotten = svc.forget(who, memory_id, reason=reason, expected_version=expected_version)
+    forgotten = forget_once(
+        lambda: svc.forget(who, memory_id, reason=reason, expected_version=expected_version),
+        lambda: svc.history(who, memory_id),
+    )
     return SafeJSONResponse(forgotten.to_dict())
 
 
 @router.post(
     "/{memory_id}/forget",
-    response_model=Json,
+    response_model=MemoryOut,
     summary="Forget a memory, the reason in the body (it never enters a URL or an access log)",
 )
 def forget_with_body(memory_id: str, body: ForgetBody, svc: Svc, who: Who) -> SafeJSONResponse:
-    forgotten = svc.forget(
-        who, memory_id, reason=body.reason, expected_version=body.expected_version
+    forgotten = forget_once(
+        lambda: svc.forget(
+            who, memory_id, reason=body.reason, expected_version=body.expected_version
+        ),
+        lambda: svc.history(who, memory_id),
     )
     return SafeJSONResponse(forgotten.to_dict())
 
 
-@router.get("/{memory_id}/history", response_model=Json, summary="Every version of a memory")
+@router.get("/{memory_id}/history", response_model=HistoryOut, summary="Every version of a memory")
 def history(memory_id: str, svc: Svc, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse({"versions": [v.to_dict() for v in svc.history(who, memory_id)]})
 
 
 @router.post(
-    "/{memory_id}/supersede", response_model=Json, summary="Mark a memory superseded by another"
+    "/{memory_id}/supersede",
+    response_model=MemoryOut,
+    summary="Mark a memory superseded by another",
 )
 def supersede(memory_id: str, body: SupersedeBody, svc: Svc, who: Who) -> SafeJSONResponse:
     _require_version(svc, who, memory_id, body.expected_version)

@@ -1,24 +1,28 @@
-"""/v1/recall: hybrid recall in one scope (RECALL-1..5)."""
+"""/v1/recall: hybrid recall in one scope (RECALL-1..5), or in several (SCOPE-4); compact hits
+unless the caller asks for more (issue 27)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Depends, Request
 
 from quipu.core.records import Principal
+from quipu.core.views import check_fields, recall_view
+from quipu.errors import InvalidInput
+from quipu.fanout import recall_across
 from quipu.memories import MemoryService
+from quipu.surfaces import metrics
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.responses import RecallOut
 from quipu.surfaces.http.schemas import RecallBody
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 
 
-@router.post(
-    "/recall", summary="Recall memories relevant to a query", response_model=dict[str, Any]
-)
+@router.post("/recall", summary="Recall memories relevant to a query", response_model=RecallOut)
 async def recall(
     body: RecallBody,
     request: Request,
@@ -31,13 +35,23 @@ async def recall(
     request more interpreter-lock handoffs (2 cores, `--workers 2`, c=8: p95 38-51 -> 33-42
     ms, docs/benchmarks.md)."""
 
+    fields = check_fields(body.fields)
+    if body.scopes is not None and "scope" in body.model_fields_set:
+        raise InvalidInput("send scope or scopes, not both", code="invalid_scopes")
+
     def run() -> SafeJSONResponse:
-        result = svc.recall(
-            who, body.query, scope=body.scope, k=body.k, planes=body.planes, **body.filters()
-        )
-        # The hottest route: its dict is JSON-ready (RecallResult.to_dict), so it is encoded
-        # once here instead of walked again by FastAPI's jsonable_encoder (~0.6 ms).
-        return SafeJSONResponse(result.to_dict())
+        if body.scopes is not None:
+            result = recall_across(
+                svc, who, body.query, body.scopes, k=body.k, planes=body.planes, **body.filters()
+            )
+        else:
+            result = svc.recall(
+                who, body.query, scope=body.scope, k=body.k, planes=body.planes, **body.filters()
+            )
+        # The hottest route: its dict is JSON-ready, so it is encoded once here instead of
+        # walked again by FastAPI's jsonable_encoder (~0.6 ms).
+        metrics.observe_recall(result.meta)
+        return SafeJSONResponse(recall_view(result, verbose=body.verbose, fields=fields))
 
     return await anyio.to_thread.run_sync(run, limiter=_recall_limiter(request, svc))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -16,6 +17,7 @@ from quipu.jobs.visibility import job_view, visible_job
 from quipu.runtime import Runtime
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.responses import JobOut, JobsOut, PromoteOut, TurnOut, TurnsOut
 from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
@@ -43,7 +45,7 @@ class TurnBody(Body):
 @router.post(
     "/sessions/{session_id}/turns",
     status_code=201,
-    response_model=Json,
+    response_model=TurnOut,
     summary="Append a session turn",
 )
 def append_turn(session_id: str, body: TurnBody, rt: Rt, who: Who) -> SafeJSONResponse:
@@ -55,11 +57,14 @@ def append_turn(session_id: str, body: TurnBody, rt: Rt, who: Who) -> SafeJSONRe
         metadata=body.metadata,
         expires_at=body.expires_at,
     )
-    return SafeJSONResponse(turn.to_dict(), status_code=201)
+    where = f"{wire_session(session_id)}/turns?after={turn.seq - 1}"
+    return SafeJSONResponse(turn.to_dict(), status_code=201, headers={"Location": where})
 
 
 @router.get(
-    "/sessions/{session_id}/turns", response_model=Json, summary="Read a session's turns in order"
+    "/sessions/{session_id}/turns",
+    response_model=TurnsOut,
+    summary="Read a session's turns in order",
 )
 def session_history(
     session_id: str,
@@ -75,14 +80,20 @@ def session_history(
 @router.post(
     "/sessions/{session_id}/promote",
     status_code=202,
-    response_model=Json,
+    response_model=PromoteOut,
     summary="Promote a session",
 )
 def promote(session_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
     job, created = rt.sessions.promote(who, session_id)
     return SafeJSONResponse(
-        {"job": job_view(who, job), "created": created}, status_code=202 if created else 200
+        {"job": job_view(who, job), "created": created},
+        status_code=202 if created else 200,
+        headers={"Location": "/v1/jobs/" + quote(job.job_id, safe="")},
     )
+
+
+def wire_session(session_id: str) -> str:
+    return "/v1/sessions/" + quote(session_id, safe="")
 
 
 def _admin(who: Principal) -> None:
@@ -90,7 +101,7 @@ def _admin(who: Principal) -> None:
         raise Forbidden("the job queue is for admins", code="forbidden")
 
 
-@router.get("/jobs", response_model=Json, summary="List jobs of this tenant (admins)")
+@router.get("/jobs", response_model=JobsOut, summary="List jobs of this tenant (admins)")
 def list_jobs(
     rt: Rt,
     who: Who,
@@ -105,7 +116,7 @@ def list_jobs(
 
 @router.get(
     "/jobs/{job_id}",
-    response_model=Json,
+    response_model=JobOut,
     summary="Read a job: the caller's own, or any of the tenant's (admins)",
 )
 def get_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
@@ -115,7 +126,9 @@ def get_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
 
 
 @router.post(
-    "/jobs/{job_id}/cancel", response_model=Json, summary="Cancel a queued or running job (admins)"
+    "/jobs/{job_id}/cancel",
+    response_model=JobOut,
+    summary="Cancel a queued or running job (admins)",
 )
 def cancel_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
     # admins only, the tenant's own jobs; audited (SAFE-4)
@@ -124,7 +137,7 @@ def cancel_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:
 
 @router.post(
     "/jobs/{job_id}/retry",
-    response_model=Json,
+    response_model=JobOut,
     summary="Queue a failed or cancelled job again (admins)",
 )
 def retry_job(job_id: str, rt: Rt, who: Who) -> SafeJSONResponse:

@@ -1,0 +1,202 @@
+"""Sessions and the audit log, whole, for export and import on SQLite (a mixin of
+:class:`SQLiteStore`; OPS-2). Imports are verbatim (same sequence numbers and times) and
+skip what is present, so running one twice adds nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+from quipu.core.auth import AuditEvent
+from quipu.core.portable import PortableSession
+from quipu.core.records import Principal, Role
+from quipu.core.sessions import SessionKey, SessionTurn, Watermark, turn_bytes
+from quipu.storage.admission import admit, admit_turn
+from quipu.storage.sqlite.control import insert_audit
+from quipu.storage.timecodec import from_micros, to_micros
+
+_BY_KEY = "tenant_id = ? AND owner = ? AND session_id = ?"
+
+
+class PortableTables:
+    """Needs ``_tx()`` and ``_reader()`` from the store."""
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _reader(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def export_sessions(self, tenant_id: str | None) -> Iterator[PortableSession]:
+        where, params = _tenant(tenant_id)
+        keys = (
+            self._reader()
+            .execute(
+                f"SELECT tenant_id, owner, session_id FROM sessions {where} UNION"
+                f" SELECT tenant_id, owner, session_id FROM session_watermarks {where}"
+                " ORDER BY 1, 2, 3",
+                params * 2,
+            )
+            .fetchall()
+        )
+        for tenant, owner, session_id in keys:
+            yield self._session(SessionKey(tenant, owner, session_id))
+
+    def _session(self, key: SessionKey) -> PortableSession:
+        conn = self._reader()
+        ident = (key.tenant_id, key.owner, key.session_id)
+        row = conn.execute(
+            f"SELECT key_id, role, agent_id, user_id FROM sessions WHERE {_BY_KEY}", ident
+        ).fetchone()
+        writer = None
+        if row is not None:
+            writer = Principal(key.tenant_id, row[0], Role(row[1]), agent_id=row[2], user_id=row[3])
+        turns = tuple(
+            SessionTurn(
+                key.session_id,
+                r[0],
+                r[1],
+                r[2],
+                json.loads(r[3]),
+                from_micros(r[4]),
+                from_micros(r[5]),
+            )
+            for r in conn.execute(
+                "SELECT seq, role, content, metadata, created_at, expires_at FROM session_turns"
+                f" WHERE {_BY_KEY} ORDER BY seq",
+                ident,
+            )
+        )
+        mark = conn.execute(
+            "SELECT fingerprint, last_seq, status, at, details FROM session_watermarks"
+            f" WHERE {_BY_KEY}",
+            ident,
+        ).fetchone()
+        watermark = None
+        if mark is not None:
+            watermark = Watermark(
+                mark[0], int(mark[1]), mark[2], from_micros(mark[3]), json.loads(mark[4])
+            )
+        return PortableSession(key, writer, turns, watermark)
+
+    def import_sessions(self, sessions: Iterable[PortableSession]) -> int:
+        added = 0
+        for session in sessions:
+            for turn in session.turns:
+                admit_turn(turn.content, turn.metadata)
+            with self._tx() as c:
+                added += _import_session(c, session)
+        return added
+
+    def export_audit(self, tenant_id: str | None) -> Iterator[AuditEvent]:
+        where, params = _tenant(tenant_id)
+        rows = self._reader().execute(
+            "SELECT tenant_id, at, actor_key, role, agent_id, user_id, surface, action,"
+            f" target_ids, reason, details FROM audit_log {where} ORDER BY seq",
+            params,
+        )
+        for r in rows:
+            yield AuditEvent(
+                tenant_id=r[0],
+                at=from_micros(r[1]),
+                actor_key=r[2],
+                role=r[3],
+                agent_id=r[4],
+                user_id=r[5],
+                surface=r[6],
+                action=r[7],
+                target_ids=tuple(json.loads(r[8])),
+                reason=r[9],
+                details=json.loads(r[10]),
+            )
+
+    def import_audit(self, events: Iterable[AuditEvent]) -> int:
+        added = 0
+        for event in events:
+            admit(event)
+            with self._tx() as c:
+                present = c.execute(
+                    "SELECT 1 FROM audit_log WHERE tenant_id = ? AND at = ? AND actor_key = ?"
+                    " AND action = ? AND target_ids = ?",
+                    (
+                        event.tenant_id,
+                        to_micros(event.at),
+                        event.actor_key,
+                        event.action,
+                        json.dumps(list(event.target_ids)),
+                    ),
+                ).fetchone()
+                if present is None:
+                    insert_audit(c, event)
+                    added += 1
+        return added
+
+
+def _tenant(tenant_id: str | None) -> tuple[str, tuple[Any, ...]]:
+    return ("", ()) if tenant_id is None else ("WHERE tenant_id = ?", (tenant_id,))
+
+
+def _import_session(c: sqlite3.Connection, session: PortableSession) -> int:
+    key = session.key
+    ident = (key.tenant_id, key.owner, key.session_id)
+    turns = size = 0
+    for turn in session.turns:
+        meta = json.dumps(turn.metadata, sort_keys=True)
+        inserted = c.execute(
+            "INSERT OR IGNORE INTO session_turns (tenant_id, owner, session_id, seq, role,"
+            " content, metadata, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                *ident,
+                turn.seq,
+                turn.role,
+                turn.content,
+                meta,
+                to_micros(turn.created_at),
+                to_micros(turn.expires_at),
+            ),
+        ).rowcount
+        if inserted:
+            turns += 1
+            size += turn_bytes(turn.content, meta)
+    writer = session.writer
+    if writer is not None:
+        c.execute(
+            "INSERT INTO sessions (tenant_id, owner, session_id, turns, bytes, key_id, role,"
+            " agent_id, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (tenant_id, owner, session_id) DO UPDATE SET"
+            " turns = turns + excluded.turns, bytes = bytes + excluded.bytes",
+            (
+                *ident,
+                turns,
+                size,
+                writer.key_id,
+                writer.role.value,
+                writer.agent_id,
+                writer.user_id,
+            ),
+        )
+    if turns:
+        c.execute(
+            "INSERT INTO session_owners (tenant_id, owner, turns, bytes) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (tenant_id, owner) DO UPDATE SET"
+            " turns = turns + excluded.turns, bytes = bytes + excluded.bytes",
+            (key.tenant_id, key.owner, turns, size),
+        )
+    mark = session.watermark
+    if mark is not None:
+        c.execute(
+            "INSERT OR IGNORE INTO session_watermarks (tenant_id, owner, session_id, fingerprint,"
+            " last_seq, status, at, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                *ident,
+                mark.fingerprint,
+                mark.last_seq,
+                mark.status,
+                to_micros(mark.at),
+                json.dumps(mark.details, sort_keys=True),
+            ),
+        )
+    return turns

@@ -1,0 +1,187 @@
+"""What `/metrics` reports (OPS-1), in the Prometheus text format (prometheus-client).
+
+- ``quipu_http_requests_total`` and ``quipu_http_request_duration_seconds``: every HTTP request
+  by route template (``/v1/memories/{memory_id}``, never a raw path), method and status code;
+- ``quipu_refusals_total``: every error answer by its stable code (``rate_limited``,
+  ``quota_exceeded``, ``invalid_text``...), HTTP and MCP alike;
+- ``quipu_recall_stage_seconds``: each stage of every recall (embed, vector, text, fuse, load,
+  total...), from the pipeline's own ``meta.timings``;
+- ``quipu_embedder_failures_total``: embedding calls that failed (the service then falls back
+  to keyword search or defers the vector), by operation;
+- ``quipu_jobs`` and ``quipu_job_oldest_age_seconds``: the durable queue's depth and the age
+  of its oldest job, by status, read from the store at scrape time.
+
+With ``quipu serve --workers N`` the processes share one directory of metric files
+(``PROMETHEUS_MULTIPROC_DIR``, set by the parent before they start), so any worker's
+``/metrics`` answers for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from quipu.embeddings.base import Embedder, Vectors
+from quipu.errors import EmbeddingUnavailable
+from quipu.storage.base import Store
+
+#: The environment variable naming the shared metrics directory of several processes.
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+REQUESTS = Counter(
+    "quipu_http_requests",
+    "HTTP requests answered, by route template, method and status code.",
+    ("route", "method", "code"),
+    registry=REGISTRY,
+)
+LATENCY = Histogram(
+    "quipu_http_request_duration_seconds",
+    "Time from the request's arrival to the end of its answer.",
+    ("route", "method", "code"),
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    registry=REGISTRY,
+)
+REFUSALS = Counter(
+    "quipu_refusals",
+    "Error answers by stable code and surface (rate_limited, quota_exceeded, ...).",
+    ("code", "surface"),
+    registry=REGISTRY,
+)
+RECALL_STAGES = Histogram(
+    "quipu_recall_stage_seconds",
+    "Duration of each recall stage (meta.timings of every recall).",
+    ("stage",),
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+    registry=REGISTRY,
+)
+EMBEDDER_FAILURES = Counter(
+    "quipu_embedder_failures",
+    "Embedding calls that failed (EmbeddingUnavailable), by operation.",
+    ("operation",),
+    registry=REGISTRY,
+)
+
+
+def observe_request(route: str, method: str, code: int, seconds: float) -> None:
+    status = str(code)
+    REQUESTS.labels(route, method, status).inc()
+    LATENCY.labels(route, method, status).observe(seconds)
+
+
+def observe_refusal(code: str, surface: str) -> None:
+    REFUSALS.labels(code, surface).inc()
+
+
+def observe_recall(meta: Mapping[str, Any]) -> None:
+    """Each stage timing of one recall's meta (a fan-out's meta holds one per scope)."""
+    scopes = meta.get("scopes")
+    metas = scopes.values() if isinstance(scopes, Mapping) else [meta]
+    for one in metas:
+        timings = one.get("timings") if isinstance(one, Mapping) else None
+        if not isinstance(timings, Mapping):
+            continue
+        for name, value in timings.items():
+            if isinstance(name, str) and isinstance(value, int | float):
+                RECALL_STAGES.labels(name.removesuffix("_ms")).observe(value / 1000)
+
+
+class CountingEmbedder(Embedder):
+    """An embedder that counts its failures in :data:`EMBEDDER_FAILURES`, then re-raises them
+    unchanged; everything else is the wrapped embedder's."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        try:
+            return self.inner.embed_batch(texts)
+        except EmbeddingUnavailable:
+            EMBEDDER_FAILURES.labels("batch").inc()
+            raise
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        try:
+            return self.inner.embed_query(text)
+        except EmbeddingUnavailable:
+            EMBEDDER_FAILURES.labels("query").inc()
+            raise
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        try:
+            return self.inner.embed_queries(texts)
+        except EmbeddingUnavailable:
+            EMBEDDER_FAILURES.labels("query").inc()
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class QueueCollector(Collector):
+    """The job queue as the store holds it, read at each scrape."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        depth = GaugeMetricFamily(
+            "quipu_jobs", "Jobs in the durable queue, by status.", None, ["status"]
+        )
+        age = GaugeMetricFamily(
+            "quipu_job_oldest_age_seconds",
+            "Age of the oldest job of each active status (0 when none).",
+            None,
+            ["status"],
+        )
+        now = datetime.now(UTC)
+        for status, (count, oldest) in sorted(self.store.queue_stats().items()):
+            depth.add_metric([status], count)
+            age.add_metric([status], 0.0 if oldest is None else (now - oldest).total_seconds())
+        yield depth
+        yield age
+
+
+def render(store: Store | None) -> bytes:
+    """The text exposition of every metric: this process's, or every worker's when they share
+    a directory, plus the queue read from ``store``."""
+    registry = REGISTRY
+    if os.environ.get(MULTIPROCESS_ENV):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    if store is not None:
+        registry = _with(registry, QueueCollector(store))
+    return generate_latest(registry)
+
+
+def _with(registry: CollectorRegistry, collector: Collector) -> CollectorRegistry:
+    """``registry`` plus ``collector`` for one scrape (the shared registry is not changed)."""
+    combined = CollectorRegistry()
+    combined.register(_Forward(registry))
+    combined.register(collector)
+    return combined
+
+
+class _Forward(Collector):
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Any]:
+        yield from self.registry.collect()
