@@ -391,7 +391,7 @@ class OversightForgetBody(Body):
 
 @router.post(
     "/admin/memories/{memory_id}/forget",
-    response_model=Json,
+    response_model=MemoryOut,
     summary="Forget any memory, the reason in the body (superadmin oversight)",
 )
 def oversight_forget_with_body(
