@@ -248,10 +248,14 @@ class Counting(httpx.HTTPTransport):
 def test_api_001_a_rate_limited_write_is_retried_after_retry_after(
     tmp_path: Path, local_embedder: LocalEmbedder
 ) -> None:
-    """The server's own write limit (MEM-5): 2 writes/s, burst 1. Without retries the second
-    write is a 429 with Retry-After; with them it waits that long and goes through."""
-    world, server = _serve(tmp_path, local_embedder, rate_limit_per_second=2, rate_limit_burst=1)
+    """The server's own write limit (MEM-5): one write per 4 s, burst 1. Without retries the
+    second write is a 429 with Retry-After; with them it waits that long and goes through. (At
+    2 writes/s, a first write on a cold store took 3.7 s on a loaded machine and the bucket had
+    refilled: another key warms the store first, and the refill takes 4 s.)"""
+    world, server = _serve(tmp_path, local_embedder, rate_limit_per_second=0.25, rate_limit_burst=1)
     try:
+        with Client(world.url, world.keys["admin"]) as warm:  # its own bucket: loads the store
+            warm.remember("warm the store and the model")
         with Client(world.url, world.keys["a1"], retry=Retry(attempts=0)) as hasty:
             hasty.remember("first write")
             with pytest.raises(LimitExceeded) as raised:
@@ -264,7 +268,7 @@ def test_api_001_a_rate_limited_write_is_retried_after_retry_after(
             patient.remember("second write")
             waited = time.monotonic() - started
         assert transport.sent.count("POST /v1/memories") == 3  # refused once, then accepted
-        assert waited >= 0.2  # it waited for the bucket (0.5 s per token at 2/s)
+        assert waited >= 0.2  # it waited for the bucket (4 s per token at 0.25/s)
     finally:
         server.close()
         world.runtime.close()
