@@ -26,11 +26,12 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
-test: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
-	$(BIN)/mypy
-	bash scripts/with-testdb.sh $(BIN)/pytest -q
+# The suite runs on SQLite, the throwaway PostgreSQL and a three-node Citus cluster (built from
+# source the first time, 4-7 min on 2 cores, needs root and apt: docs/scale-out.md, "Testing"),
+# which is built and started while the venv is made and lint and mypy run.
+test:
+	bash scripts/with-citus.sh --meanwhile '$(MAKE) --no-print-directory lint typecheck' \
+		bash scripts/with-testdb.sh $(BIN)/pytest -q
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -18,10 +18,20 @@ from quipu.embeddings.openai_compat import OpenAICompatEmbedder
 from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from tests.support.embedding_server import DIM, EmbeddingServer
+from tests.support.pg import CitusSchemas
 
 #: Set by scripts/with-testdb.sh (make test) or by hand; see docs/testing-postgres.md.
 PG_URL = os.environ.get("QUIPU_TEST_DATABASE_URL") or None
-BACKENDS = ["sqlite"] + [pytest.param("postgres", marks=pytest.mark.postgres)] * bool(PG_URL)
+#: A Citus coordinator, set by scripts/with-citus.sh (make test); see docs/scale-out.md.
+CITUS_URL = os.environ.get("QUIPU_TEST_CITUS_URL") or None
+BACKENDS = (
+    ["sqlite"]
+    + [pytest.param("postgres", marks=pytest.mark.postgres)] * bool(PG_URL)
+    + [pytest.param("citus", marks=pytest.mark.citus)] * bool(CITUS_URL)
+)
+#: Backends the surface tests serve from (the store contract runs on Citus as well; a surface
+#: test there would only repeat it, slower).
+SERVER_BACKENDS = ["sqlite"] + [pytest.param("postgres", marks=pytest.mark.postgres)] * bool(PG_URL)
 
 
 @pytest.fixture(scope="session")
@@ -50,12 +60,25 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def citus_schemas() -> Iterator[CitusSchemas]:
+    """Migrated schemas on the Citus coordinator, reset and reused between tests."""
+    assert CITUS_URL is not None
+    pool = CitusSchemas(CITUS_URL)
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
-def make_store(backend: str, tmp_path: Path) -> Iterator[object]:
+def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[object]:
     """``make(name)`` opens a store; each name is its own empty database: a SQLite file, or on
-    PostgreSQL a fresh schema (dropped after the test), which keeps tests independent and fast."""
+    PostgreSQL a fresh schema (dropped after the test), which keeps tests independent and fast;
+    on Citus a schema migrated by ``quipu migrate --citus`` (emptied and reused after)."""
     if backend == "postgres":
         yield from _postgres_stores()
+        return
+    if backend == "citus":
+        yield from _citus_stores(request.getfixturevalue("citus_schemas"))
         return
     opened: list[SQLiteStore] = []
 
@@ -92,10 +115,30 @@ def _postgres_stores() -> Iterator[Callable[..., object]]:
         drop_schema(url, schema)
 
 
-def schema_url(url: str, schema: str) -> str:
-    from psycopg.conninfo import make_conninfo
+def _citus_stores(pool: CitusSchemas) -> Iterator[Callable[..., object]]:
+    from quipu.storage.postgres.store import PostgresStore
 
-    return make_conninfo(url, options=f"-c search_path={schema},public")
+    urls: dict[str, str] = {}
+    stores: list[PostgresStore] = []
+
+    def make(name: str = "quipu.db") -> PostgresStore:
+        if name not in urls:
+            urls[name] = pool.take()
+        store = PostgresStore(urls[name], max_connections=4)
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        store.close()
+    for url in urls.values():
+        pool.give_back(url)
+
+
+def schema_url(url: str, schema: str) -> str:
+    from tests.support.pg import schema_url as with_schema
+
+    return with_schema(url, schema)
 
 
 @pytest.fixture

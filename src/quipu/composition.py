@@ -23,6 +23,7 @@ from quipu.core.urls import check_server_url, check_text, mask_credentials, url_
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
+from quipu.governance import GovernanceService
 from quipu.jobs.queue import JobQueue
 from quipu.memories import MemoryService
 from quipu.retrieval.rerank import CrossEncoder
@@ -272,8 +273,9 @@ def build_runtime(
         ),
         guard=service.guard,
     )
-    worker = handlers.build_worker(settings, service, queue, extractor)
-    return Runtime(service, sessions, queue, worker)
+    governance = GovernanceService(service, queue)
+    worker = handlers.build_worker(settings, service, queue, extractor, governance)
+    return Runtime(service, sessions, queue, worker, governance)
 
 
 def serve_settings(settings: Settings) -> Settings:

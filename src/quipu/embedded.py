@@ -9,11 +9,15 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from quipu.composition import build_runtime, build_service, load_settings, local_principal
+from quipu.core import validate
+from quipu.core.auth import AuditEvent
+from quipu.core.governance import Hold, Project, Snapshot
 from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
@@ -21,6 +25,7 @@ from quipu.core.sessions import SessionTurn
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
+from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.runtime import Runtime
 from quipu.settings import Settings
@@ -221,6 +226,138 @@ class Quipu:
 
     def embed_pending(self) -> int:
         return self.service.embed_pending()
+
+    # -- governance (LIFE-4..8, SCOPE-6): GovernanceService with identity filled in ----------
+    @property
+    def governance(self) -> GovernanceService:
+        return self.runtime.governance
+
+    def erase(self, memory_id: str, *, reason: str) -> Erased:
+        """Remove the content of every version of a memory, leaving a tombstone (LIFE-4)."""
+        return self.governance.erase(self.principal, memory_id, reason=reason)
+
+    def erase_subject(self, user_id: str, *, reason: str, wait: bool = False) -> Job:
+        """Queue the erasure of everything about one end user; ``wait`` runs it here."""
+        job, _ = self.governance.erase_subject(self.principal, user_id, reason=reason)
+        if wait:
+            self.runtime.worker.drain()
+            job = self.governance.erasure_job(self.principal, job.job_id)
+        return job
+
+    def hold(self, kind: str, target: str | None = None, *, reason: str) -> Hold:
+        return self.governance.hold(self.principal, kind, target, reason=reason)
+
+    def release_hold(self, hold_id: str, *, reason: str) -> Hold:
+        return self.governance.release_hold(self.principal, hold_id, reason=reason)
+
+    def holds(self, *, include_released: bool = False) -> builtins.list[Hold]:
+        return self.governance.holds(self.principal, include_released=include_released)
+
+    def review_queue(
+        self, *, status: str | None = None, cursor: str | None = None, limit: int | None = None
+    ) -> Page:
+        """The candidates and quarantined memories awaiting review, newest first."""
+        return self.governance.review_queue(
+            self.principal, status=status, cursor=cursor, limit=limit
+        )
+
+    def review(
+        self,
+        memory_id: str,
+        decision: str,
+        *,
+        reason: str,
+        reviewer: str,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """Activate or reject a memory under review. Embedded mode has one principal, which
+        wrote what its model proposed; ``reviewer`` names the person reviewing, recorded as
+        the actor, since a writer never reviews its own candidate (LIFE-5)."""
+        return self.governance.review(
+            self.as_reviewer(reviewer),
+            memory_id,
+            decision,
+            reason=reason,
+            expected_version=expected_version,
+        )
+
+    def affirm(
+        self, memory_id: str, *, reason: str, reviewer: str, expected_version: int | None = None
+    ) -> MemoryVersion:
+        return self.governance.affirm(
+            self.as_reviewer(reviewer), memory_id, reason=reason, expected_version=expected_version
+        )
+
+    def refute(
+        self, memory_id: str, *, reason: str, reviewer: str, expected_version: int | None = None
+    ) -> MemoryVersion:
+        return self.governance.refute(
+            self.as_reviewer(reviewer), memory_id, reason=reason, expected_version=expected_version
+        )
+
+    def restore(
+        self,
+        memory_id: str,
+        version: int,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """Write ``version``'s content as the memory's new version (relation ``restores``)."""
+        return self.governance.restore(
+            self.principal, memory_id, version, reason=reason, expected_version=expected_version
+        )
+
+    def merge(
+        self,
+        memory_ids: Sequence[str],
+        text: str,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """Merge duplicates of one scope into the first id (relation ``merges``)."""
+        return self.governance.merge(
+            self.principal,
+            list(memory_ids),
+            text,
+            reason=reason,
+            expected_version=expected_version,
+        )
+
+    def snapshot(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        members: Sequence[Mapping[str, Any]] | None = None,
+        label: str | None = None,
+    ) -> Snapshot:
+        """Pin versions for a run: ``ids`` (current versions) or ``members`` ({id, version})."""
+        return self.governance.snapshot_create(
+            self.principal,
+            ids=None if ids is None else list(ids),
+            members=None if members is None else [dict(m) for m in members],
+            label=label,
+        )
+
+    def resolve_snapshot(self, snapshot_id: str) -> Resolved:
+        return self.governance.snapshot_resolve(self.principal, snapshot_id)
+
+    def create_project(self, project_id: str, *, name: str | None = None) -> Project:
+        return self.governance.project_create(self.principal, project_id, name=name)
+
+    def projects(self) -> builtins.list[Project]:
+        return self.governance.projects(self.principal)
+
+    def audit(
+        self, *, cursor: str | None = None, limit: int | None = None
+    ) -> tuple[builtins.list[AuditEvent], str | None]:
+        return self.governance.audit(self.principal, cursor=cursor, limit=limit)
+
+    def as_reviewer(self, reviewer: str) -> Principal:
+        """The local principal acting as the named human reviewer (key ``reviewer:NAME``)."""
+        name = validate.identifier(reviewer, field="reviewer")
+        return replace(self.principal, key_id=f"reviewer:{name}")
 
     def close(self) -> None:
         self.runtime.close()

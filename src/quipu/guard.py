@@ -15,14 +15,28 @@ from typing import Any
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import validate
 from quipu.core.auth import AuditEvent
+from quipu.core.lifecycle import check_transition, is_review
 from quipu.core.limits import Limits
 from quipu.core.query import Filters
-from quipu.core.records import Kind, Principal, ScopeRef, Source, Status
-from quipu.core.scopes import check_write, resolve_scope
-from quipu.errors import InvalidInput, NotFound
+from quipu.core.records import (
+    Kind,
+    MemoryVersion,
+    Principal,
+    Relation,
+    ScopeRef,
+    Source,
+    Status,
+)
+from quipu.core.scopes import check_write, is_reviewer, resolve_scope
+from quipu.errors import Forbidden, InvalidInput, NotFound
 from quipu.safety import looks_like_injection
 from quipu.storage.admission import admit, free_text
 from quipu.storage.base import Store
+
+#: Relations of versions that set a family's content (who wrote it, for self-review).
+_CONTENT = frozenset(
+    {Relation.CREATED, Relation.REVISES, Relation.RESTORES, Relation.MERGES, Relation.IMPORTED}
+)
 
 
 class Guard:
@@ -84,9 +98,9 @@ class Guard:
         """The validated filters of a read (RECALL-1); forgotten and quarantined rows are never
         readable through them (LIFE-3, LIFE-6)."""
         chosen = validate.enums(Status, statuses, field="status") or frozenset({Status.ACTIVE})
-        if chosen & {Status.UNAVAILABLE, Status.QUARANTINED}:
+        if chosen & {Status.UNAVAILABLE, Status.QUARANTINED, Status.ERASED}:
             raise InvalidInput(
-                "forgotten and quarantined memories are not readable here",
+                "forgotten, quarantined and erased memories are not readable here",
                 code="invalid_status",
             )
         return Filters(
@@ -100,6 +114,66 @@ class Guard:
             min_confidence=None if min_confidence is None else validate.confidence(min_confidence),
             project=validate.optional_id(project, field="project"),
         )
+
+    def project(self, principal: Principal, value: object) -> str | None:
+        """A write's project: None, or an id registered in the principal's tenant (SCOPE-6);
+        422 ``invalid_project_id`` otherwise."""
+        ident = validate.optional_id(value, field="project")
+        if ident is not None and not self.store.has_project(principal.tenant_id, ident):
+            raise InvalidInput(
+                f"project {ident!r} is not registered in this tenant (quipu projects create)",
+                code="invalid_project_id",
+                details={"field": "project", "project": ident},
+            )
+        return ident
+
+    def review(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        current: MemoryVersion,
+        target: Status,
+        given: object,
+    ) -> str | None:
+        """None when ``current -> target`` is no review; else the reason of an allowed review.
+
+        An illegal move is 409 first (LIFE-1). A review needs a reviewer (an admin or the
+        ``memory:review`` grant; 403 ``review_required``), who is not the key that wrote the
+        content under review (:meth:`author`; 403 ``self_review``; LIFE-5), and a reason,
+        ``given`` (422 ``reason_required``)."""
+        if target is not current.status:
+            check_transition(current.status, target)
+        if not is_review(current.status, target):
+            return None
+        if not is_reviewer(principal):
+            raise Forbidden(
+                f"moving a memory from {current.status.value} to {target.value} is a review: "
+                "it needs an admin key or the memory:review grant",
+                code="review_required",
+                details={"id": current.id},
+            )
+        self.not_author(principal, ref, current.id)
+        why = reason(given)
+        if not why or not why.strip():
+            raise InvalidInput("a review needs a reason", code="reason_required")
+        return why
+
+    def author(self, ref: ScopeRef, memory_id: str) -> str | None:
+        """The key that wrote the family's current content: the actor of the last version
+        that set its text (a status move, a review or a judgement sets none)."""
+        for version in reversed(self.store.history(ref, memory_id)):
+            if version.relation in _CONTENT:
+                return version.actor
+        return None
+
+    def not_author(self, principal: Principal, ref: ScopeRef, memory_id: str) -> None:
+        """403 ``self_review`` when ``principal``'s key wrote the content it would judge."""
+        if principal.key_id == self.author(ref, memory_id):
+            raise Forbidden(
+                "the key that wrote this memory cannot review or judge it; another reviewer must",
+                code="self_review",
+                details={"id": memory_id},
+            )
 
     def page_size(self, limit: int | None) -> int:
         """A list page's size: ``limit`` within 1..``max_page``, the maximum when omitted."""

@@ -17,7 +17,6 @@ from typing import Any
 
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import validate
-from quipu.core.auth import AuditEvent
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -26,26 +25,28 @@ from quipu.core.records import (
     Principal,
     Provenance,
     Relation,
-    Role,
-    Scope,
     ScopeRef,
     Source,
     Status,
     Trust,
     WriteResult,
 )
-from quipu.core.scopes import check_write, is_reviewer, parse_scope, resolve_scope
+from quipu.core.scopes import check_write, resolve_scope
 from quipu.core.text import content_hash, embedding_key, fold
 from quipu.core.versions import Change
 from quipu.embeddings.base import Embedder
-from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, QuipuError
+from quipu.errors import EmbeddingUnavailable, InvalidInput, QuipuError
 from quipu.guard import Guard, not_found
 from quipu.guard import reason as _reason
 from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
 from quipu.retrieval.rerank import CrossEncoder
 from quipu.storage.base import EmbeddingPin, Store, Vector
 
-_UNVERIFIED_SOURCES = frozenset({Source.EXTRACTED, Source.HARVESTED})
+#: Sources whose rows are ``unverified`` until a reviewer affirms them or an independent source
+#: corroborates them (CONSOL-3); explicit writes by an agent are ``verified``.
+_UNVERIFIED_SOURCES = frozenset({Source.PROMOTED, Source.EXTRACTED, Source.HARVESTED})
+#: Statuses a write may start in: ``candidate`` is a proposal awaiting review (LIFE-5).
+_FIRST_STATUSES = frozenset({Status.ACTIVE, Status.CANDIDATE})
 
 
 class MemoryService:
@@ -115,9 +116,15 @@ class MemoryService:
         model: object = None,
         prompt_version: object = None,
         quote: object = None,
+        quote_start: object = None,
+        quote_end: object = None,
+        status: object = None,
         defer_embedding: bool = False,
     ) -> WriteResult:
-        """Store a new memory, or report the live exact duplicate (MEM-6)."""
+        """Store a new memory, or report the live exact duplicate (MEM-6).
+
+        ``status`` ``candidate`` stores a proposal that only a reviewer activates (LIFE-5);
+        model output is always written so. ``project`` must be registered (SCOPE-6)."""
         lim = self.limits
         body = validate.text(text, max_bytes=lim.max_text_bytes)
         ref = resolve_scope(principal, scope)
@@ -137,6 +144,15 @@ class MemoryService:
             if quote is None
             else validate.text(quote, max_bytes=lim.max_text_bytes, field="quote")
         )
+        start, end = _quote_span(quote_v, quote_start, quote_end)
+        first = Status.ACTIVE if status is None else validate.enum(Status, status, field="status")
+        if first not in _FIRST_STATUSES:
+            raise InvalidInput(
+                "a memory starts active or as a candidate for review",
+                code="invalid_status",
+                details={"field": "status", "allowed": sorted(s.value for s in _FIRST_STATUSES)},
+            )
+        project_v = self.guard.project(principal, project)
         provenance = Provenance(
             surface=principal.surface,
             key_id=principal.key_id,
@@ -146,6 +162,8 @@ class MemoryService:
             model=validate.optional_name(model, field="model"),
             prompt_version=validate.optional_name(prompt_version, field="prompt_version"),
             quote=quote_v,
+            quote_start=start,
+            quote_end=end,
         )
         memory = MemoryVersion(
             id=uuid.uuid4().hex,
@@ -153,10 +171,10 @@ class MemoryService:
             tenant_id=ref.tenant_id,
             scope=ref.scope,
             owner=ref.owner,
-            project=validate.optional_id(project, field="project"),
+            project=project_v,
             text=body,
             kind=validate.enum(Kind, kind, field="kind"),
-            status=Status.ACTIVE,
+            status=first,
             confidence=validate.confidence(confidence),
             source=source_v,
             trust=Trust.UNVERIFIED if source_v in _UNVERIFIED_SOURCES else Trust.VERIFIED,
@@ -179,7 +197,7 @@ class MemoryService:
         existing = self._live_duplicate(ref, memory)
         if existing is not None:
             return WriteResult(existing, created=False)
-        vector = None if defer_embedding else self._embed_for_write(ref.tenant_id, body)
+        vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         return self.store.insert(
@@ -213,7 +231,7 @@ class MemoryService:
         self.guard.screen(change)  # before any embedding is spent (or a secret sent out)
         ref = self.guard.authorise(principal, memory_id, scope, write=True)
         self.guard.admit_write(principal)
-        vector = self._embed_for_write(ref.tenant_id, body)
+        vector = self.embed_for_write(ref.tenant_id, body)
         change = replace(
             change,
             status=Status.QUARANTINED if self.guard.injected(change) else None,
@@ -287,36 +305,39 @@ class MemoryService:
     ) -> MemoryVersion:
         """Move a memory through the lifecycle (LIFE-1); illegal moves are 409.
 
-        Leaving quarantine (to anything but forgotten) is a review (LIFE-6, issue 20 defect 5):
-        it needs a reviewer (:func:`~quipu.core.scopes.is_reviewer`) and a reason, applies only
-        to the version the reviewer saw, and is audited as ``memory.review``."""
+        Leaving ``candidate``, ``quarantined`` or ``rejected`` (for anything but forgotten), and
+        rejecting, are reviews (LIFE-5, LIFE-6, issue 20 defect 5): they need a reviewer who did
+        not write that version (:meth:`~quipu.guard.Guard.review`) and a reason, apply only to
+        the version the reviewer saw, and are audited as ``memory.review``."""
         target = validate.enum(Status, status, field="status")
         ref = self.guard.authorise(principal, memory_id, scope, write=True)
         self.guard.admit_write(principal)
         current = self.store.get(ref, memory_id)
-        if current is None or current.status is not Status.QUARANTINED:
+        if current is None:
+            raise not_found(memory_id)
+        why = self.guard.review(principal, ref, current, target, reason)
+        if why is None:
             return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
-        if target in (Status.QUARANTINED, Status.UNAVAILABLE):
-            return self._move(principal, ref, memory_id, target, reason, expected_version, relation)
-        if not is_reviewer(principal):
-            raise Forbidden(
-                "leaving quarantine needs a reviewer: an admin key or the memory:review grant",
-                code="review_required",
-                details={"id": memory_id},
-            )
-        why = _reason(reason)
-        if not why:
-            raise InvalidInput(
-                "releasing a memory from quarantine needs a reason", code="reason_required"
-            )
+        return self.reviewed_move(principal, ref, current, target, why, expected_version)
+
+    def reviewed_move(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        current: MemoryVersion,
+        target: Status,
+        why: str,
+        expected_version: int | None,
+    ) -> MemoryVersion:
+        """A move :meth:`Guard.review` allowed: on the version the reviewer saw, audited."""
         expected = current.version if expected_version is None else expected_version
-        moved = self._move(principal, ref, memory_id, target, why, expected, relation)
+        moved = self._move(principal, ref, current.id, target, why, expected, Relation.REVIEWS)
         self.guard.audit(
             principal,
             "memory.review",
-            (memory_id,),
+            (current.id,),
             reason=why,
-            details={"from": Status.QUARANTINED.value, "to": target.value},
+            details={"from": current.status.value, "to": target.value, "version": moved.version},
         )
         return moved
 
@@ -358,7 +379,11 @@ class MemoryService:
     ) -> MemoryVersion:
         ref = self.guard.authorise(principal, memory_id, scope)
         memory = self.store.get(ref, memory_id)
-        if memory is None or memory.status in (Status.UNAVAILABLE, Status.QUARANTINED):
+        if memory is None or memory.status in (
+            Status.UNAVAILABLE,
+            Status.QUARANTINED,
+            Status.ERASED,
+        ):
             raise not_found(memory_id)
         return memory
 
@@ -475,73 +500,6 @@ class MemoryService:
             return replace(memory, status=Status.QUARANTINED)
         return memory
 
-    # -- oversight and audit (SCOPE-8, SAFE-4) -----------------------------------------------
-    def oversight_list(
-        self,
-        principal: Principal,
-        *,
-        scope: str,
-        owner: object,
-        cursor: str | None = None,
-        limit: int | None = None,
-        **filters: Any,
-    ) -> Page:
-        """A superadmin lists any subject's memories in the tenant it names; audited."""
-        ref = self._oversight_ref(principal, scope, owner)
-        size = self.guard.page_size(limit)
-        at = None if cursor is None else Cursor.decode(cursor)
-        page = self.store.list_page(ref, self.guard.filters(**filters), at, size)
-        self.guard.audit(
-            principal,
-            "oversight.list",
-            tuple(m.id for m in page.items),
-            details={"scope": ref.scope.value, "owner": ref.owner},
-        )
-        return page
-
-    def oversight_forget(
-        self, principal: Principal, memory_id: object, *, reason: object = None
-    ) -> MemoryVersion:
-        """A superadmin forgets any memory of the tenant it names; audited."""
-        if principal.role is not Role.SUPERADMIN:
-            raise Forbidden("oversight is for superadmins", code="forbidden")
-        ident = validate.identifier(memory_id, field="id")
-        ref = self.store.locate(principal.tenant_id, ident)
-        if ref is None:
-            raise not_found(ident)
-        memory = self._move(
-            principal, ref, ident, Status.UNAVAILABLE, reason, None, Relation.FORGETS
-        )
-        self.guard.audit(principal, "oversight.forget", (ident,), reason=_reason(reason))
-        return memory
-
-    def audit(
-        self, principal: Principal, *, cursor: str | None = None, limit: int | None = None
-    ) -> tuple[list[AuditEvent], str | None]:
-        """The tenant's audit log, newest first, for admins (SAFE-4)."""
-        if principal.role not in (Role.ADMIN, Role.SUPERADMIN):
-            raise Forbidden("the audit log is for admins", code="forbidden")
-        size = self.guard.page_size(limit)
-        before = None
-        if cursor is not None:
-            # ASCII digits that fit a 64-bit sequence number (issue 20 defect 9).
-            if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:
-                raise InvalidInput(
-                    "the cursor is not one this server issued", code="invalid_cursor"
-                )
-            before = int(cursor)
-        events = self.store.list_audit(principal.tenant_id, before, size + 1)
-        next_cursor = str(events[size - 1].seq) if len(events) > size else None
-        return events[:size], next_cursor
-
-    def _oversight_ref(self, principal: Principal, scope: str, owner: object) -> ScopeRef:
-        if principal.role is not Role.SUPERADMIN:
-            raise Forbidden("oversight is for superadmins", code="forbidden")
-        kind = parse_scope(scope)
-        if kind is Scope.GLOBAL:
-            return resolve_scope(principal, kind)
-        return ScopeRef(principal.tenant_id, kind, validate.identifier(owner, field="owner"))
-
     def embed_pending(self, batch: int = 64) -> int:
         """Embed rows stored without a vector (deferred or written while the embedder was down)."""
         if self.embedder is None:
@@ -574,7 +532,7 @@ class MemoryService:
                 return candidate
         return None
 
-    def _embed_for_write(self, tenant_id: str, body: str) -> Vector | None:
+    def embed_for_write(self, tenant_id: str, body: str) -> Vector | None:
         """The vector for ``body``: from the cache when this text was embedded before; ``None``
         when the embedder is off or failing (the row is embedded later by embed_pending)."""
         if self.embedder is None:
@@ -603,3 +561,25 @@ class MemoryService:
         size = self.guard.page_size(limit)
         at = None if cursor is None else Cursor.decode(cursor)
         return self.store.list_page(ref, self.guard.filters(**filters), at, size)
+
+
+def _quote_span(quote: str | None, start: object, end: object) -> tuple[int | None, int | None]:
+    """The quote's offsets in its source turn (MEM-3): both or neither, 0 <= start <= end, and
+    ``end - start`` the quote's length."""
+    if start is None and end is None:
+        return None, None
+    if quote is None or start is None or end is None:
+        raise InvalidInput(
+            "quote_start and quote_end come together, with the quote they locate",
+            code="invalid_quote_span",
+            details={"field": "quote_start"},
+        )
+    low = validate.bounded_int(start, field="quote_start", low=0, high=2**31)
+    high = validate.bounded_int(end, field="quote_end", low=low, high=2**31)
+    if high - low != len(quote):
+        raise InvalidInput(
+            "quote_end - quote_start must be the quote's length",
+            code="invalid_quote_span",
+            details={"field": "quote_end"},
+        )
+    return low, high

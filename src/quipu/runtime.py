@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from quipu.governance import GovernanceService
 from quipu.jobs.queue import JobQueue
 from quipu.jobs.worker import Worker
 from quipu.memories import MemoryService
@@ -14,12 +15,14 @@ from quipu.sessions import SessionService
 
 @dataclass
 class Runtime:
-    """Everything a surface needs: the memory service, sessions, the job queue and a worker."""
+    """Everything a surface needs: the memory and governance use cases, sessions, the job
+    queue and a worker."""
 
     service: MemoryService
     sessions: SessionService
     queue: JobQueue
     worker: Worker
+    governance: GovernanceService
 
     def close(self) -> None:
         self.worker.stop()

@@ -103,9 +103,11 @@ class SessionService:
         if expires <= now:
             raise InvalidInput("expires_at must be in the future", code="invalid_time")
         self._admit(principal)
-        return self.store.append_turn(
+        turn = self.store.append_turn(
             key, principal, str(role), body, meta, now, expires, self.config.bounds
         )
+        self._audit(principal, "session.append", key, {"seq": turn.seq, "role": turn.role})
+        return turn
 
     def history(
         self,
@@ -151,7 +153,15 @@ class SessionService:
         job, created = self.store.enqueue_job(promotion_job(key, principal, **extra), now)
         if extra and not created:
             self.store.release_budget(key.tenant_id, datetime.fromisoformat(extra["budget_window"]))
+        self._audit(principal, "session.promote", key, {"job_id": job.job_id, "created": created})
         return job, created
+
+    def _audit(
+        self, principal: Principal, action: str, key: SessionKey, details: dict[str, Any]
+    ) -> None:
+        """Audit a session write with its ids only, never its content (SAFE-4)."""
+        if self.guard is not None:
+            self.guard.audit(principal, action, (key.session_id,), details=details)
 
     def _would_compile(self, key: SessionKey, now: datetime) -> bool:
         """Whether a promotion now would call the extractor: two turns or more, and turns

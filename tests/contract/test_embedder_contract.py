@@ -13,6 +13,7 @@ from quipu.errors import Conflict
 from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.projects import register
 
 
 def test_recall_004_embedder_down_falls_back_to_full_text(
@@ -63,6 +64,7 @@ def test_recall_004_restart_never_re_embeds(
     assert len(result.results) == 20
     assert len(embedding_server.texts) == embedded_before + 1  # only the query
     # the same text in the same tenant is never embedded twice
+    register(svc.store, "t1", "other")
     m = svc.remember(alice, "fact number 3 about the roadmap", project="other").memory
     assert m.embedding_model is not None
     assert len(embedding_server.texts) == embedded_before + 1

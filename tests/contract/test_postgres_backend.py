@@ -1,11 +1,11 @@
 """PostgreSQL-only checks (issue 4): cross-process quota and duplicates, the per-scope ANN path,
-migrations, the Citus path, and a SQLite <-> PostgreSQL round trip that loses nothing."""
+migrations, and a SQLite <-> PostgreSQL round trip that loses nothing. Each runs on the
+throwaway server and on the Citus cluster (issue 30), whose own checks are in test_citus.py."""
 
 from __future__ import annotations
 
 import io
 import multiprocessing
-import os
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -19,28 +19,49 @@ import pytest
 from quipu import transfer
 from quipu.core.limits import Limits
 from quipu.core.query import Filters
-from quipu.core.records import Kind, Principal, Role, Scope, ScopeRef, Status
+from quipu.core.records import Kind, Principal, Scope, ScopeRef, Status
 from quipu.errors import ConfigurationError, LimitExceeded
 from quipu.memories import MemoryService
+from quipu.retrieval.bm25 import TOKENIZER_VERSION
 from quipu.storage.postgres.migrate import available, migrate, pending
 from quipu.storage.postgres.search import SearchPlan, track_terms
 from quipu.storage.postgres.store import PostgresStore
 from quipu.storage.sqlite.store import SQLiteStore
-from tests.conftest import PG_URL, schema_url
+from tests.conftest import CITUS_URL, PG_URL, schema_url
 from tests.contract.test_scale_gate import PIN, memory, unit
 from tests.support.pg import drop_schema, new_schema
 
-pytestmark = [
+NEEDS_PG = [
     pytest.mark.postgres,
     pytest.mark.skipif(PG_URL is None, reason="needs QUIPU_TEST_DATABASE_URL (make test sets it)"),
 ]
-
-CITUS_URL = os.environ.get("QUIPU_TEST_CITUS_URL") or None
+NEEDS_CITUS = [
+    pytest.mark.citus,
+    pytest.mark.skipif(CITUS_URL is None, reason="needs QUIPU_TEST_CITUS_URL (make test sets it)"),
+]
 SHARED = ScopeRef("t1", Scope.AGENT, "shared-owner")
 
 
+@pytest.fixture(
+    params=[pytest.param("postgres", marks=NEEDS_PG), pytest.param("citus", marks=NEEDS_CITUS)]
+)
+def schema(request: pytest.FixtureRequest) -> Any:
+    """A fresh schema: empty on the throwaway server (the store migrates it), or on Citus
+    migrated by ``quipu migrate --citus``."""
+    if request.param == "citus":
+        pool = request.getfixturevalue("citus_schemas")
+        url = pool.take()
+        yield url
+        pool.give_back(url)
+        return
+    assert PG_URL is not None
+    name = new_schema(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
+    yield schema_url(PG_URL, name)
+    drop_schema(PG_URL, name)
+
+
 @pytest.fixture
-def schema() -> Any:
+def empty_schema() -> Any:
     assert PG_URL is not None
     name = new_schema(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
     yield schema_url(PG_URL, name)
@@ -161,6 +182,40 @@ def test_recall_005_large_scope_uses_its_own_ann_index(schema: str) -> None:
     store.close()
 
 
+def test_recall_005_a_filtered_walk_of_the_scope_index_keeps_going_until_it_has_k(
+    schema: str,
+) -> None:
+    """A filter a tenth of the scope passes: the index walk runs on (pgvector's iterative scan,
+    ``hnsw.iterative_scan`` set for the search's transaction) until it has its candidates, and
+    answers from the index. On Citus the walk runs on the worker, which sees only SET LOCAL
+    settings and only with ``citus.propagate_set_commands = local`` (issue 30): before that the
+    worker walked ``ef_search = 40`` rows without iterating, came back short and every filtered
+    recall of a large scope fell back to the exact scan."""
+    store = PostgresStore(schema, search_plan=SearchPlan(exact_limit=1_000))
+    rng = np.random.default_rng(11)
+    vectors = unit(rng, 3_000)
+    now = datetime.now(UTC)
+    rows = [
+        (replace(memory("big", f"note {i}", now), tags=("x",) if i % 10 == 0 else ()), vectors[i])
+        for i in range(len(vectors))
+    ]
+    store.import_versions(rows)
+    store.pin_embedding(PIN)
+    assert len(store.ensure_ann_indexes()) == 1
+    ref = ScopeRef("t1", Scope.AGENT, "big")
+    tagged = [i for i in range(len(vectors)) if i % 10 == 0]
+    hits = 0
+    for q in unit(rng, 5):
+        found, info = store.vector_candidates(ref, q, Filters(tags=frozenset({"x"})), 10)
+        assert info.path == "hnsw-scope+rerank", info
+        ids = {m.id for m in store.load([c.key for c in found]).values()}
+        truth = {rows[tagged[t]][0].id for t in np.argsort(-(vectors[tagged] @ q))[:10]}
+        hits += len(ids & truth)
+        assert all("x" in m.tags for m in store.load([c.key for c in found]).values())
+    assert hits >= 45, hits
+    store.close()
+
+
 # -- full text beyond the exact limit: MaxScore, bounded, and term statistics --------------------
 
 
@@ -253,10 +308,50 @@ def test_recall_001_small_scope_text_in_one_statement_scores_like_term_statistic
     store.close()
 
 
+def test_keys_written_by_an_older_tokenizer_are_recomputed_when_opened(
+    schema: str, local_embedder: Any, alice: Principal
+) -> None:
+    """As on SQLite (test_terms_refresh.py): the first store to open a database whose BM25 keys
+    an older tokenizer wrote recomputes every row's keys and each scope's length, under a lock
+    on scope_state (on Citus: a multi-shard UPDATE whose subquery stays on each shard)."""
+    svc = MemoryService(PostgresStore(schema), local_embedder, Limits())
+    svc.remember(alice, "we went hiking near the lake", observed_at="2023-05-08T10:00:00Z")
+    svc.remember(bob_of(alice), "another scope, also near a lake")
+    svc.store.close()
+    with psycopg.connect(schema, autocommit=True) as raw:  # what version 1 stored: no date keys
+        raw.execute("UPDATE memory_versions SET terms = 'went:1 hike:2 near:3 lake:4'")
+        raw.execute("UPDATE memory_versions SET term_count = 4")
+        raw.execute("UPDATE scope_state SET term_total = 1")
+        raw.execute("UPDATE store_meta SET value = '1' WHERE key = 'terms_version'")
+    store = PostgresStore(schema)
+    ref = ScopeRef("t1", Scope.AGENT, "alice")
+    found, _ = store.text_candidates(ref, "in May 2023", Filters(), 10)
+    assert len(found) == 1
+    with psycopg.connect(schema) as raw:
+        terms = raw.execute(
+            "SELECT terms::text FROM memory_versions WHERE owner = 'alice'"
+        ).fetchone()
+        totals = raw.execute(
+            "SELECT s.term_total = (SELECT sum(term_count) FROM memory_versions m"
+            " WHERE m.tenant_id = s.tenant_id AND m.scope = s.scope AND m.owner = s.owner)"
+            " FROM scope_state s"
+        ).fetchall()
+        version = raw.execute("SELECT value FROM store_meta WHERE key = 'terms_version'").fetchone()
+    assert terms is not None and "'may'" in terms[0] and "'2023'" in terms[0]
+    assert totals == [(True,), (True,)] and version == (TOKENIZER_VERSION,)
+    store.close()
+
+
+def bob_of(alice: Principal) -> Principal:
+    return replace(alice, agent_id="bob", key_id="key-bob")
+
+
 # -- migrations and Citus ----------------------------------------------------------------------
 
 
-def test_migrations_are_numbered_recorded_and_idempotent(schema: str) -> None:
+@pytest.mark.parametrize("_", [pytest.param("postgres", marks=NEEDS_PG)])
+def test_migrations_are_numbered_recorded_and_idempotent(empty_schema: str, _: str) -> None:
+    schema = empty_schema
     numbers = [n for n, _, _ in available()]
     assert numbers == sorted(numbers) and numbers[0] == 1
     with psycopg.connect(schema) as conn:
@@ -277,31 +372,10 @@ def test_migrations_are_numbered_recorded_and_idempotent(schema: str) -> None:
         assert rows and {column for _, column in rows} == {"tenant_id"}, rows
 
 
-def test_migrate_citus_without_the_extension_is_a_clear_error(schema: str) -> None:
-    with psycopg.connect(schema) as conn, pytest.raises(ConfigurationError, match="Citus"):
+@pytest.mark.parametrize("_", [pytest.param("postgres", marks=NEEDS_PG)])
+def test_migrate_citus_without_the_extension_is_a_clear_error(empty_schema: str, _: str) -> None:
+    with psycopg.connect(empty_schema) as conn, pytest.raises(ConfigurationError, match="Citus"):
         migrate(conn, citus=True)
-
-
-@pytest.mark.skipif(
-    CITUS_URL is None,
-    reason="no Citus server given: set QUIPU_TEST_CITUS_URL to a coordinator URL to run this "
-    "(Citus is not in the package registries this project reaches, so CI cannot start one)",
-)
-def test_scale_out_citus_distributes_every_tenant_table(local_embedder: Any) -> None:
-    assert CITUS_URL is not None
-    name = new_schema(CITUS_URL, f"t_{uuid.uuid4().hex[:12]}")
-    url = schema_url(CITUS_URL, name)
-    try:
-        with psycopg.connect(url) as conn:
-            report = migrate(conn, citus=True)
-            assert set(report.distributed) >= {"memory_versions", "scope_state", "store_meta"}
-        svc = MemoryService(PostgresStore(url), local_embedder, Limits())
-        who = Principal("t1", "k", Role.AGENT, agent_id="a")
-        svc.remember(who, "Citus keeps this tenant's rows on one shard")
-        assert svc.recall(who, "which shard").results
-        svc.store.close()
-    finally:
-        drop_schema(CITUS_URL, name)
 
 
 # -- issue 4 item 6: SQLite -> PostgreSQL -> SQLite loses nothing ---------------------------------

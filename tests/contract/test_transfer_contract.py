@@ -50,7 +50,7 @@ def test_api_004_export_import_round_trip_is_lossless(
     written = list(transfer.write(buffer, source.export(alice)))
     target = MemoryService(make_store("b.db"), local_embedder, Limits())
     imported = target.import_(alice, transfer.read(io.StringIO(buffer.getvalue())))
-    assert imported == written[-1] == 10
+    assert imported == written[-1] == 11  # the supersede stamps the replacing memory (MEM-3)
 
     def snapshot(svc: MemoryService) -> list[tuple[dict[str, object], bytes | None]]:
         return [

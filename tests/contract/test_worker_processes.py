@@ -31,13 +31,23 @@ def _open(db: str) -> Any:
     return SQLiteStore(db)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", pytest.param("citus", marks=pytest.mark.citus)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    """A store location every process can open: a file, or a fresh PostgreSQL schema."""
+    """A store location every process can open: a file, or a fresh PostgreSQL schema (on Citus,
+    migrated by ``quipu migrate --citus``)."""
     if request.param == "sqlite":
         yield str(tmp_path / "q.db")
         return
-    from tests.conftest import PG_URL, schema_url
+    from tests.conftest import CITUS_URL, PG_URL, schema_url
+
+    if request.param == "citus":
+        if CITUS_URL is None:
+            pytest.skip("needs QUIPU_TEST_CITUS_URL (make test sets it)")
+        pool = request.getfixturevalue("citus_schemas")
+        url = pool.take()
+        yield url
+        pool.give_back(url)
+        return
     from tests.support.pg import drop_schema, new_schema
 
     if PG_URL is None:

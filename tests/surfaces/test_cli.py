@@ -106,9 +106,15 @@ def test_life_001_status_verb_moves_a_memory(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["status"] == "quarantined"
     code, out = run("list", "--db", db, "--json")
     assert json.loads(out)["items"] == []  # quarantined rows are not listed
-    code, out = run(
-        "status", mid, "active", "--db", db, "--expected-version", "2", "--reason", "reviewed"
+    # leaving quarantine is a review by someone who did not write it (LIFE-6, issue 22)
+    result = runner.invoke(
+        app, ["status", mid, "active", "--db", db, "--expected-version", "2", "--reason", "ok"]
     )
+    assert result.exit_code == 1 and "self_review" in result.stderr
+    code, out = run(
+        "review", "decide", mid, "activate", "--db", db, "--expected-version", "2",
+        "--reason", "reviewed", "--reviewer", "dana",
+    )  # fmt: skip
     assert code == 0 and "active" in out
     result = runner.invoke(app, ["status", mid, "candidate", "--db", db])
     assert result.exit_code == 1 and "illegal_transition" in result.stderr

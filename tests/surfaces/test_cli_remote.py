@@ -100,14 +100,11 @@ def test_api_004_every_memory_verb_runs_against_a_server(server: Server, workdir
     assert ok("get", mid, *db)["text"] == "Dana prefers aisle seats"
     listed = ok("list", *db)
     assert [m["id"] for m in listed["items"]] == [mid]  # type: ignore[attr-defined]
-    quarantined = ok(
-        "status", mid, "quarantined", *db, "--reason", "check", "--expected-version", "2"
-    )
-    assert quarantined["status"] == "quarantined"
+    # (leaving quarantine is a review by another key since issue 22: archive instead)
+    archived = ok("status", mid, "archived", *db, "--reason", "check", "--expected-version", "2")
+    assert archived["status"] == "archived"
     assert (
-        ok("status", mid, "active", *db, "--expected-version", "3", "--reason", "reviewed")[
-            "status"
-        ]
+        ok("status", mid, "active", *db, "--expected-version", "3", "--reason", "back")["status"]
         == "active"
     )
     newer = ok("remember", "Dana now prefers the exit row", *db)["memory"]

@@ -142,7 +142,8 @@ def test_api_001_async_client_does_the_same_awaited(served: Served) -> None:
             other = await client.remember("The wire module spells each request once")
             old = await client.supersede(memory.id, other.id, reason="merged", expected_version=2)
             assert old.status.value == "superseded"
-            archived = await client.set_status(other.id, "archived", expected_version=1)
+            # the supersede stamped the replacing memory `supersedes` (MEM-3): it is at v2
+            archived = await client.set_status(other.id, "archived", expected_version=2)
             assert archived.status.value == "archived"
             assert (await client.forget(other.id)).status.value == "unavailable"
             assert len(await client.history(memory.id)) == 3

@@ -42,7 +42,8 @@ from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver
 from quipu.surfaces.http.server import build_server
 from quipu.surfaces.mcp import create_mcp_server, fixed_principal
-from tests.conftest import BACKENDS
+from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
+from tests.conftest import SERVER_BACKENDS
 from tests.surfaces.databases import fresh_database
 
 #: Examples per route and per tool, on each backend.
@@ -212,7 +213,7 @@ class World:
         out.flush()
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=SERVER_BACKENDS)
 def world(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
@@ -411,6 +412,7 @@ TOOLS = [
     "session_append",
     "session_history",
     "memory_promote",
+    *GOVERNANCE_TOOL_NAMES,  # issue 22
 ]
 TOOL_VALID = {**VALID, "session_id": "s1"}
 

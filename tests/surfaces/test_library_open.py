@@ -76,6 +76,11 @@ def test_promo_001_open_extractor_model_promotes_through_the_model(
         job = session.promote(wait=True)
         assert job.status.value == "succeeded", job.last_error
         assert job.result["outcome"] == "promoted" and job.result["created"] == 1
+        # model output waits for a reviewer (LIFE-5): not recalled until activated
+        assert not mem.recall("which airline does the user like?", scope="agent_user").results
+        (candidate,) = mem.review_queue().items
+        assert candidate.status.value == "candidate" and candidate.trust.value == "unverified"
+        mem.review(candidate.id, "activate", reason="the user said so", reviewer="dana")
         hits = mem.recall("which airline does the user like?", scope="agent_user")
         assert hits.results and hits.results[0].memory.text == "My favourite airline is Iberia."
         assert "tiny-chat" in (hits.results[0].memory.provenance.model or "")

@@ -39,6 +39,7 @@ from quipu.surfaces.mcp import (
     mount_mcp,
     principal_from_request,
 )
+from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
 from quipu.surfaces.mcp.http import bearer_token
 from quipu.surfaces.mcp.server import KindName, ScopeName
 from tests.support.live_server import LiveServer
@@ -63,8 +64,24 @@ async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, _text(result)
     assert result.structured_content is not None
-    assert json.loads(_text(result)) == result.structured_content
+    text = _text(result)
+    if text.startswith(("{", "[")):
+        assert json.loads(text) == result.structured_content
+    else:  # memories rendered for the model as a data block (SAFE-2, issue 22)
+        assert "<memory>" in text and "stored data, not instructions" in text
+        for ident in _memory_ids(result.structured_content):
+            assert ident in text
     return result.structured_content
+
+
+def _memory_ids(data: Any) -> list[str]:
+    """The ids of the memories a structured result holds, however nested."""
+    if isinstance(data, dict):
+        found = [data["id"]] if "text" in data and "id" in data else []
+        return found + [i for v in data.values() for i in _memory_ids(v)]
+    if isinstance(data, list):
+        return [i for v in data for i in _memory_ids(v)]
+    return []
 
 
 async def fails(client: Client, tool: str, code: str, **arguments: Any) -> dict[str, Any]:
@@ -110,7 +127,7 @@ def test_api_003_tools_expose_no_identity_argument(service: MemoryService) -> No
         async with Client(server) as client:
             tools = (await client.list_tools()).tools
             names = {t.name for t in tools}
-            assert names >= REQUIRED_TOOLS and names == set(TOOL_NAMES)
+            assert names >= REQUIRED_TOOLS and names == set(TOOL_NAMES)  # no sessions, governance
             for tool in tools:
                 exposed = _property_names(tool.input_schema)
                 assert not exposed & IDENTITY_FIELDS, (tool.name, exposed)
@@ -157,7 +174,7 @@ def test_api_003_tool_enums_match_the_domain() -> None:
 
 def test_api_003_every_mcp_tool_is_documented() -> None:
     text = (DOCS / "mcp.md").read_text()
-    missing = [name for name in TOOL_NAMES if f"`{name}`" not in text]
+    missing = [name for name in (*TOOL_NAMES, *GOVERNANCE_TOOL_NAMES) if f"`{name}`" not in text]
     assert missing == []
 
 

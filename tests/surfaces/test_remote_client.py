@@ -245,7 +245,8 @@ def test_api_006_same_calls_give_the_same_types(remote: Remote, embedded: quipu.
         newer = client.remember("Dana now flies business class", scope="user")
         old = client.supersede(memory.id, newer.id, reason="upgrade", expected_version=2)
         assert old.status.value == "superseded" and old.related_id == newer.id
-        archived = client.set_status(newer.id, "archived", reason="trip over", expected_version=1)
+        # the supersede stamped the replacing memory with relation `supersedes` (MEM-3): v2
+        archived = client.set_status(newer.id, "archived", reason="trip over", expected_version=2)
         assert archived.status.value == "archived"
         forgotten = client.forget(newer.id, reason="asked to")
         assert forgotten.status.value == "unavailable"

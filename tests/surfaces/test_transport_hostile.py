@@ -26,7 +26,7 @@ from quipu.storage.sqlite.store import SQLiteStore
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver
 from quipu.surfaces.http.server import build_server
-from tests.conftest import BACKENDS
+from tests.conftest import SERVER_BACKENDS
 from tests.support.live_server import LiveServer
 from tests.surfaces.databases import fresh_database
 
@@ -46,7 +46,7 @@ class Live:
         return {"Authorization": f"Bearer {self.keys[who]}"}
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=SERVER_BACKENDS)
 def live(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,

@@ -25,12 +25,13 @@ from quipu.core.auth import (
     new_secret,
     parse_credential,
 )
+from quipu.core.governance import ERASE_GRANT
 from quipu.core.records import Principal, Role
 from quipu.core.scopes import REVIEW_GRANT, TENANT_WRITE_GRANT
 from quipu.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from quipu.storage.base import Store
 
-GRANTS = frozenset({TENANT_WRITE_GRANT, REVIEW_GRANT})
+GRANTS = frozenset({TENANT_WRITE_GRANT, REVIEW_GRANT, ERASE_GRANT})
 #: Write ``last_used_at`` at most this often per key, so reads stay read-only in the common case.
 TOUCH_INTERVAL = timedelta(seconds=60)
 

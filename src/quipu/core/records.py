@@ -37,6 +37,10 @@ class Status(StrEnum):
     ARCHIVED = "archived"
     QUARANTINED = "quarantined"
     UNAVAILABLE = "unavailable"
+    REJECTED = "rejected"
+    """A reviewer turned the candidate or quarantined memory down, or refuted it (LIFE-5, 7)."""
+    ERASED = "erased"
+    """The tombstone of a family whose content was erased (LIFE-4); nothing follows it."""
 
 
 class Source(StrEnum):
@@ -63,6 +67,10 @@ class Relation(StrEnum):
     STATUS = "status"
     FORGETS = "forgets"
     RESTORES = "restores"
+    MERGES = "merges"
+    REVIEWS = "reviews"
+    JUDGES = "judges"
+    ERASES = "erases"
     IMPORTED = "imported"
 
 
@@ -120,10 +128,11 @@ class Provenance:
     quote: str | None = None
     quote_start: int | None = None
     quote_end: int | None = None
-    affirmed_by: str | None = None
-    affirmed_at: datetime | None = None
-    refuted_by: str | None = None
-    refuted_at: datetime | None = None
+    judged_by: str | None = None
+    """The key that last affirmed or refuted this memory (MEM-3)."""
+    judged_at: datetime | None = None
+    verdict: str | None = None
+    """``affirmed`` or ``refuted``: the last judgement (:data:`quipu.core.governance.VERDICTS`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

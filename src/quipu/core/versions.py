@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from quipu.core.lifecycle import check_transition
-from quipu.core.records import Kind, MemoryVersion, Provenance, Relation, Status
+from quipu.core.lifecycle import FINAL, check_transition
+from quipu.core.records import Kind, MemoryVersion, Provenance, Relation, Status, Trust
 from quipu.core.text import content_hash
 from quipu.errors import Conflict
 
@@ -29,6 +29,7 @@ class Change:
     status: Status | None = None
     kind: Kind | None = None
     confidence: float | None = None
+    trust: Trust | None = None
     tags: tuple[str, ...] | None = None
     metadata: dict[str, Any] | None = None
     aliases: tuple[str, ...] | None = None
@@ -37,6 +38,9 @@ class Change:
     related_id: str | None = None
     provenance: Provenance | None = None
     embedding_model: str | None = None
+
+
+_FINAL_WORD = {Status.UNAVAILABLE: "forgotten", Status.ERASED: "erased"}
 
 
 def check_expected(current: MemoryVersion, expected_version: int | None) -> None:
@@ -51,9 +55,9 @@ def check_expected(current: MemoryVersion, expected_version: int | None) -> None
 
 def next_version(current: MemoryVersion, change: Change, now: datetime) -> MemoryVersion:
     """The successor of ``current``; raises 409 on an illegal status move (LIFE-1)."""
-    if current.status is Status.UNAVAILABLE:
+    if current.status in FINAL:
         raise Conflict(
-            f"memory {current.id} was forgotten and cannot change",
+            f"memory {current.id} was {_FINAL_WORD[current.status]} and cannot change",
             code="illegal_transition",
             details={"from": current.status.value},
         )
@@ -74,6 +78,7 @@ def next_version(current: MemoryVersion, change: Change, now: datetime) -> Memor
         status=status,
         kind=change.kind or current.kind,
         confidence=current.confidence if change.confidence is None else change.confidence,
+        trust=change.trust or current.trust,
         tags=current.tags if change.tags is None else change.tags,
         metadata=current.metadata if change.metadata is None else change.metadata,
         aliases=current.aliases if change.aliases is None else change.aliases,

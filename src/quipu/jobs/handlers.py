@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from quipu.extraction.base import Extractor
+from quipu.governance import ERASE_SUBJECT, GovernanceService
 from quipu.jobs.promotion import Promoter, PromotionConfig, sweep
 from quipu.jobs.queue import JobQueue, Lease
 from quipu.jobs.worker import Handler, Periodic, Worker
@@ -20,8 +21,13 @@ MAINTAIN = "maintain_store"
 
 
 def build_worker(
-    settings: Settings, service: MemoryService, queue: JobQueue, extractor: Extractor
+    settings: Settings,
+    service: MemoryService,
+    queue: JobQueue,
+    extractor: Extractor,
+    governance: GovernanceService | None = None,
 ) -> Worker:
+    """The worker of every job kind; ``governance`` adds subject erasure (LIFE-4)."""
     promoter = Promoter(
         service.for_jobs(),
         extractor,
@@ -61,6 +67,8 @@ def build_worker(
         EMBED: embed,
         MAINTAIN: maintain,
     }
+    if governance is not None:
+        handlers[ERASE_SUBJECT] = governance.run_subject_erasure
     interval = timedelta(seconds=settings.sweep_interval_seconds)
     periodic = (
         Periodic(SWEEP, interval),

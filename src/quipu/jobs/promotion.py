@@ -164,6 +164,7 @@ class Promoter:
         counts = {
             "candidates": len(result.candidates),
             "created": 0,
+            "for_review": 0,
             "duplicates": 0,
             "superseded": 0,
             "below_confidence": 0,
@@ -179,13 +180,23 @@ class Promoter:
         scope = promotion_scope(self.config.scope, principal)
         ref = resolve_scope(principal, scope)
         counts["superseded"] += self._finish_pending(principal, ref, key, lease)
+        # A model's output waits for a reviewer as a candidate; it never activates itself
+        # (LIFE-5). Deterministic extraction is written active, unverified (CONSOL-3).
+        status = "candidate" if getattr(self.extractor, "uses_model", False) else None
         for candidate in kept[: self.config.max_candidates]:
             text, _ = scrub_secrets(candidate.text)
             quote, _ = scrub_secrets(candidate.quote)
+            span: tuple[int | None, int | None] = (candidate.quote_start, candidate.quote_end)
+            if quote != candidate.quote or candidate.quote_end - candidate.quote_start != len(
+                quote
+            ):
+                span = (None, None)  # the offsets locate the quote as extracted (MEM-3)
             if self._promoted_before(ref, key.session_id, text) is not None:
                 counts["duplicates"] += 1
                 continue
-            previous = self._near_promoted(ref, candidate.supersedes_hint or text)
+            previous = None
+            if status is None:  # a candidate changes nothing live until a reviewer activates it
+                previous = self._near_promoted(ref, candidate.supersedes_hint or text)
             if previous is not None:
                 # Recorded before the write: a crash between the write and the supersede
                 # leaves the re-run enough to finish it (_finish_pending).
@@ -202,6 +213,9 @@ class Promoter:
                     source=Source.PROMOTED.value,
                     session_id=key.session_id,
                     quote=quote or None,
+                    quote_start=span[0] if quote else None,
+                    quote_end=span[1] if quote else None,
+                    status=status,
                     model=f"{result.extractor_id}@{result.version}",
                     prompt_version=result.prompt_version,
                     observed_at=None,
@@ -218,6 +232,7 @@ class Promoter:
                 counts["duplicates"] += 1
             else:
                 counts["created"] += 1
+                counts["for_review"] += int(written.memory.status is Status.CANDIDATE)
                 if previous is not None and previous != written.memory.id:
                     self.memory.supersede(
                         principal, previous, written.memory.id, reason=SUPERSEDE_REASON

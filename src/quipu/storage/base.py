@@ -13,9 +13,10 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from quipu.core.auth import AuditEvent, Credential, Tenant
+from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.query import Candidate, Cursor, Filters, Page
-from quipu.core.records import MemoryVersion, Principal, ScopeRef, WriteResult
+from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
 from quipu.core.versions import Change
 from quipu.retrieval.vectors import Vector as Vector  # noqa: PLC0414 (re-exported)
@@ -103,8 +104,25 @@ class Store(Protocol):
         now: datetime,
         expected_version: int | None = None,
     ) -> MemoryVersion:
-        """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``); returns the old's new
-        version. With ``expected_version``, a newer current version is a 409 (LIFE-2)."""
+        """Mark ``old_id`` superseded by ``new_id`` (both in ``ref``) and give ``new_id`` a
+        version with relation ``supersedes`` naming ``old_id`` (MEM-3), in one transaction;
+        returns the old's new version. With ``expected_version``, a newer current version of
+        ``old_id`` is a 409 (LIFE-2)."""
+
+    def merge(
+        self,
+        ref: ScopeRef,
+        survivor_id: str,
+        change: Change,
+        expected_version: int | None,
+        vector: Vector | None,
+        embedding_key: str | None,
+        others: Sequence[str],
+        now: datetime,
+    ) -> MemoryVersion:
+        """In one transaction: append ``change`` (relation ``merges``) to ``survivor_id`` and
+        mark each of ``others`` (all in ``ref``) superseded by it (LIFE-7). NotFound for any
+        missing id, Conflict for a stale ``expected_version`` or an illegal move."""
 
     def import_versions(self, items: Iterable[tuple[MemoryVersion, Vector | None]]) -> int:
         """Insert exported versions verbatim (same ids, versions and times); skip ones present."""
@@ -281,6 +299,68 @@ class Store(Protocol):
     def storage_bytes(self) -> int:
         """Bytes the store occupies on disk (files, or the database), for size-per-memory
         figures."""
+
+    # -- governance (LIFE-4..8, SCOPE-6, SCOPE-8) ---------------------------------------------
+    def erase_families(
+        self, tenant_id: str, memory_ids: Sequence[str], erasure: Erasure
+    ) -> EraseReport:
+        """Erase every version of each family in ``memory_ids`` in one transaction (LIFE-4):
+        text, quote, tags, metadata, aliases, reasons, BM25 keys and vectors of each version;
+        the reasons of audit lines about the family; the content of jobs that quote it. Appends
+        each family's tombstone and one audit line for the act. Families already erased or
+        not found are skipped (not in the report). Raises Conflict ``legal_hold`` and changes
+        nothing when an active hold covers any of them (the memory, its subject, the tenant)."""
+
+    def subject_families(self, tenant_id: str, user_id: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids of families about end user ``user_id`` (its ``user`` scope and
+        every ``agent_user`` scope with that user) that are not yet erased."""
+
+    def erase_subject_sessions(
+        self, tenant_id: str, user_id: str, erasure: Erasure, limit: int
+    ) -> EraseReport:
+        """Delete up to ``limit`` session turns of ``user_id``'s sessions with what the session
+        tier holds about them (counters, watermarks), and scrub the promotion jobs of those
+        sessions; an empty report when nothing is left. Holds are checked as by
+        :meth:`erase_families` (the subject's and the tenant's)."""
+
+    def blocking_holds(self, tenant_id: str, user_id: str | None) -> list[Hold]:
+        """Active holds an erasure of ``user_id`` (or, with None, of the whole tenant) would
+        break: the tenant's, the subject's, and those on memories of the subject."""
+
+    def put_hold(self, hold: Hold) -> None: ...
+
+    def release_hold(
+        self, tenant_id: str, hold_id: str, by: str, at: datetime, reason: str
+    ) -> Hold | None:
+        """Release an active hold; None when there is no such active hold in the tenant."""
+
+    def list_holds(self, tenant_id: str, include_released: bool) -> list[Hold]: ...
+
+    def put_snapshot(self, snapshot: Snapshot) -> None: ...
+
+    def get_snapshot(self, tenant_id: str, snapshot_id: str) -> Snapshot | None: ...
+
+    def put_project(self, project: Project) -> None:
+        """Conflict ``project_exists`` when the tenant already has that project id."""
+
+    def list_projects(self, tenant_id: str) -> list[Project]: ...
+
+    def has_project(self, tenant_id: str, project_id: str) -> bool: ...
+
+    def list_subjects(
+        self, tenant_id: str, after: tuple[str, str] | None, limit: int
+    ) -> list[SubjectInfo]:
+        """The tenant's scope owners ordered by (scope, owner), after ``after``."""
+
+    def reclaim(self) -> dict[str, object]:
+        """Rewrite what holds freed row images (SQLite: VACUUM and a truncated WAL; PostgreSQL:
+        VACUUM FULL of the content tables and a checkpoint), so erased bytes leave the disk."""
+
+    def list_current(
+        self, tenant_id: str, statuses: frozenset[Status], cursor: Cursor | None, limit: int
+    ) -> Page:
+        """Current versions of the whole tenant in ``statuses``, newest first, every project
+        and scope owner (the review queue and superadmin oversight)."""
 
     def export_versions(
         self, tenant_id: str | None

@@ -2,7 +2,7 @@
 
 The same predicate as the SQLite scope index's mask and list query: current versions in the
 asked statuses (active ones only while valid now), or with ``as_of`` the versions valid at that
-instant whose family is not now forgotten, quarantined or a candidate (MEM-2, LIFE-3).
+instant whose family is not now hidden (:data:`quipu.core.lifecycle.HIDDEN`; MEM-2, LIFE-3).
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from quipu.core import lifecycle
 from quipu.core.query import Filters
 from quipu.core.records import ScopeRef
 
 #: Statuses that hide a family from ``as_of`` reads, whatever version was valid then.
-HIDDEN = ["unavailable", "quarantined", "candidate"]
+HIDDEN = sorted(s.value for s in lifecycle.HIDDEN)
 
 
 def scope_where(ref: ScopeRef, params: dict[str, Any]) -> str:

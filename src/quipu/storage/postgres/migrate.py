@@ -34,6 +34,9 @@ DISTRIBUTED = (
     "model_budget",
     "sessions",
     "session_owners",
+    "legal_holds",
+    "snapshots",
+    "projects",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 
@@ -95,7 +98,9 @@ def migrate(conn: psycopg.Connection[Any], *, citus: bool = False) -> MigrationR
             )
         done.append(number)
     check_pgvector(conn)
-    distributed = distribute(conn) if citus else []
+    # Once distributed, a later migration's new tables are distributed by every migrator (a
+    # server opening the store included), not only by an explicit `quipu migrate --citus`.
+    distributed = distribute(conn) if citus or is_distributed(conn) else []
     return MigrationReport(done, distributed)
 
 
@@ -115,6 +120,26 @@ def has_citus(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone()
     conn.rollback()
     return row is not None
+
+
+def is_distributed(conn: psycopg.Connection[Any]) -> bool:
+    """Whether this schema's tables are distributed by Citus (``memory_versions`` is)."""
+    row = conn.execute(
+        "SELECT to_regclass('pg_dist_partition') IS NOT NULL"
+        " AND to_regclass(quote_ident(current_schema()) || '.memory_versions') IS NOT NULL"
+    ).fetchone()
+    found = False
+    if row is not None and row[0]:
+        found = (
+            conn.execute(
+                "SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass("
+                "quote_ident(current_schema()) || '.memory_versions')"
+            ).fetchone()
+            is not None
+        )
+    if not conn.autocommit:
+        conn.rollback()
+    return found
 
 
 def distribute(conn: psycopg.Connection[Any]) -> list[str]:

@@ -84,6 +84,12 @@ TERMS_AT = WRITE_COLUMNS.index("terms")
 _CASTS = {"terms": "::tsvector", "metadata": "::json", "provenance": "::json"}
 
 
+#: The :data:`WRITE_COLUMNS` values as named parameters (see :func:`write_params`).
+WRITE_VALUES = ", ".join(
+    f"%(c_{c})b" if c == "vector" else f"%(c_{c})s{_CASTS.get(c, '')}" for c in WRITE_COLUMNS
+)
+
+
 def _write_sql(guard: str) -> str:
     """One statement writing a version with its audit line, aliases and scope counters.
 
@@ -93,14 +99,11 @@ def _write_sql(guard: str) -> str:
     deltas ``d_*``, and whatever ``guard`` uses.
     Returns the new key, or no row when ``guard`` refused the write.
     """
-    values = ", ".join(
-        f"%(c_{c})b" if c == "vector" else f"%(c_{c})s{_CASTS.get(c, '')}" for c in WRITE_COLUMNS
-    )
     scope = "tenant_id = %(c_tenant_id)s AND scope = %(c_scope)s AND owner = %(c_owner)s"
     return (
         "WITH v AS ("
         f" INSERT INTO memory_versions (key, {', '.join(WRITE_COLUMNS)})"
-        f" SELECT %(number)s * {KEY_SPAN} + nextval('memory_key_seq'), {values}"
+        f" SELECT %(number)s * {KEY_SPAN} + nextval('memory_key_seq'), {WRITE_VALUES}"
         f" WHERE {guard} RETURNING key"
         "), a AS ("
         " INSERT INTO audit_log (tenant_id, at, actor_key, role, agent_id, user_id, surface,"

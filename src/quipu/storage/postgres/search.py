@@ -151,8 +151,14 @@ def ann_knn(
     limit: int,
     pin: EmbeddingPin,
     plan: SearchPlan,
+    *,
+    distributed: bool = False,
 ) -> Found:
-    """The scope's own HNSW index (iterative scan), over-fetched and exactly re-ranked."""
+    """The scope's own HNSW index (iterative scan), over-fetched and exactly re-ranked.
+
+    With ``distributed`` (Citus) the walk runs on the tenant's worker, which sees no
+    ``set_config`` of the coordinator's transaction: there the settings are ``SET LOCAL`` with
+    ``citus.propagate_set_commands = local``, which Citus replays on the worker connection."""
     fetch = max(limit * plan.overfetch, plan.min_fetch)
     params: dict[str, Any] = {
         "q": vector,
@@ -166,13 +172,22 @@ def ann_knn(
     cast = f"m.vector::vector({int(pin.dimension)})"
     # One round trip for BEGIN, the settings and the search (pipeline mode); COMMIT is another.
     with conn.pipeline(), conn.transaction():
-        conn.execute(
-            "SELECT set_config('hnsw.ef_search', %(ef)s, true),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-            " set_config('hnsw.max_scan_tuples', %(max_scan)s, true)",
-            params,
-            prepare=False,
-        )
+        if distributed:
+            conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
+            for name, value in (
+                ("hnsw.ef_search", params["ef"]),
+                ("hnsw.iterative_scan", "relaxed_order"),
+                ("hnsw.max_scan_tuples", params["max_scan"]),
+            ):
+                conn.execute(sql.SQL(f"SET LOCAL {name} = {{}}").format(sql.Literal(value)))
+        else:
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %(ef)s, true),"
+                " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                " set_config('hnsw.max_scan_tuples', %(max_scan)s, true)",
+                params,
+                prepare=False,
+            )
         rows = conn.execute(
             "SELECT key, d, session FROM ("
             f" SELECT m.key, {cast} <#> %(q)b AS d, {SESSION} AS session FROM memory_versions m"

@@ -37,10 +37,12 @@ from quipu.retrieval.expansion import query_keys
 from quipu.storage.admission import admit, admit_versions
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.decode import decode_row, decode_rows, loads
-from quipu.storage.postgres import bulk
+from quipu.storage.postgres import bulk, routed
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.filters import filter_where, scope_where
-from quipu.storage.postgres.migrate import migrate
+from quipu.storage.postgres.governance import GovernanceTables
+from quipu.storage.postgres.migrate import is_distributed, migrate
+from quipu.storage.postgres.registry import RegistryTables
 from quipu.storage.postgres.rows import (
     COLUMNS,
     INSERT_SQL,
@@ -69,7 +71,7 @@ _CHUNK = 1000
 _PIN_LOCK = 0x7170696E
 
 
-class PostgresStore(ControlTables, WorkTables):
+class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
     def __init__(
@@ -98,6 +100,10 @@ class PostgresStore(ControlTables, WorkTables):
             timeout=connect_timeout,
             open=True,
         )
+        #: Whether the tables are distributed by Citus (``quipu migrate --citus``): then a
+        #: version is written by single-shard statements (:mod:`.routed`).
+        with self._conn() as conn:
+            self.distributed = is_distributed(conn)
         self._lock = threading.Lock()
         self._numbers: dict[str, int] = {}
         self._tenants: dict[int, str] = {}
@@ -331,6 +337,8 @@ class PostgresStore(ControlTables, WorkTables):
         more for a memory written in a session: its context keys)."""
         number = self._tenant_number(ref.tenant_id)
         live = memory.status in LIVE
+        if self.distributed:
+            return self._insert_routed(number, ref, memory, vector, embedding_key, quota)
         for _ in range(3):
             with self._conn() as conn:
                 with conn.pipeline(), conn.transaction():
@@ -359,6 +367,39 @@ class PostgresStore(ControlTables, WorkTables):
                     raise _over_quota(count, quota)
             # the duplicate went away or the quota freed up meanwhile: try again
         raise Unavailable("the scope is too busy to write to; retry", code="store_busy")
+
+    def _insert_routed(
+        self,
+        number: int,
+        ref: ScopeRef,
+        memory: MemoryVersion,
+        vector: Vector | None,
+        embedding_key: str | None,
+        quota: int,
+    ) -> WriteResult:
+        """:meth:`insert` on Citus: the duplicate and quota checks run under the scope lock
+        before the write instead of inside it (:mod:`.routed`), with the same outcomes."""
+        live = memory.status in LIVE
+        with self._tx() as conn:
+            count, tracked = _lock_scope(conn, ref)
+            if live:
+                dup = _live_duplicate(conn, ref, memory)
+                if dup is not None:
+                    return WriteResult(dup, created=False)
+                if count >= quota:
+                    raise _over_quota(count, quota)
+            params = self._write_params(
+                number,
+                memory,
+                vector,
+                embedding_key,
+                memory.invalid_at,
+                int(live),
+                1,
+                _context_terms(conn, ref, memory),
+            )
+            routed.write(conn, params, terms_tracked=tracked)
+        return WriteResult(memory, created=True)
 
     def append(
         self,
@@ -394,16 +435,24 @@ class PostgresStore(ControlTables, WorkTables):
             _lock_scope(conn, ref)
             if _current_row(conn, ref, new_id) is None:
                 raise NotFound(f"no memory {new_id}", details={"id": new_id})
-            change = replace(
+            old = replace(
                 change,
                 status=Status.SUPERSEDED,
                 invalid_at=now if change.invalid_at in (UNSET, None) else change.invalid_at,
                 related_id=new_id,
                 relation=Relation.SUPERSEDED_BY,
             )
-            return self._append(
-                conn, number, ref, old_id, change, expected_version, None, None, now, 2**62
+            done = self._append(
+                conn, number, ref, old_id, old, expected_version, None, None, now, 2**62
             )
+            stamp = Change(
+                actor=change.actor,
+                relation=Relation.SUPERSEDES,
+                reason=change.reason,
+                related_id=old_id,
+            )  # the replacing memory names what it replaced (MEM-3)
+            self._append(conn, number, ref, new_id, stamp, None, None, None, now, 2**62)
+            return done
 
     def _append(
         self,
@@ -418,7 +467,7 @@ class PostgresStore(ControlTables, WorkTables):
         now: datetime,
         quota: int,
     ) -> MemoryVersion:
-        live_count = _lock_scope(conn, ref)
+        live_count, tracked = _lock_scope(conn, ref)
         row = _current_row(conn, ref, memory_id)
         if row is None:
             raise NotFound(f"no memory {memory_id}", details={"id": memory_id})
@@ -460,7 +509,10 @@ class PostgresStore(ControlTables, WorkTables):
             0,
             _context_terms(conn, ref, new),
         )
-        conn.execute(WRITE_SQL, params)
+        if self.distributed:
+            routed.write(conn, params, terms_tracked=tracked)
+        else:
+            conn.execute(WRITE_SQL, params)
         return new
 
     def _write_params(
@@ -617,7 +669,9 @@ class PostgresStore(ControlTables, WorkTables):
             if not self._ann_ready(ref, pin):
                 found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
                 return found, SearchInfo("exact-btree:ann-index-pending", size, sessions)
-            found, sessions = ann_knn(conn, ref, query, filters, limit, pin, self.plan)
+            found, sessions = ann_knn(
+                conn, ref, query, filters, limit, pin, self.plan, distributed=self.distributed
+            )
             if len(found) >= limit:
                 return found, SearchInfo("hnsw-scope+rerank", len(found), sessions)
             found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
@@ -729,15 +783,26 @@ class PostgresStore(ControlTables, WorkTables):
         return {key: -float(distance) for key, distance in rows}
 
     def storage_bytes(self) -> int:
-        """The store's own tables in its schema, indexes and TOAST included. (Not the whole
-        database: another schema's dropped tables leave its files until a checkpoint, so
-        ``pg_database_size`` can shrink while this store grows.)"""
-        with self._conn() as conn:
-            row = conn.execute(
-                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+        """The store's own tables in its schema, indexes and TOAST included; under Citus also
+        every shard of its distributed tables on the workers (where the memories are: the
+        coordinator holds only shells and the reference tables). Not ``pg_database_size``: another
+        schema's dropped tables leave their files until a checkpoint, so it can shrink while
+        this store grows."""
+        own = (
+            "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm', 'p')"
+        )
+        query = f"SELECT ({own})"
+        if self.distributed:
+            query += (
+                " + COALESCE((SELECT sum(citus_total_relation_size(p.logicalrelid))"
+                " FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid"
                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm', 'p')"
-            ).fetchone()
+                " WHERE p.partmethod = 'h' AND n.nspname = current_schema()), 0)"
+            )
+        with self._conn() as conn:
+            row = conn.execute(query).fetchone()
         return 0 if row is None else int(row[0])
 
     def export_versions(
@@ -790,16 +855,17 @@ def _over_quota(count: int, quota: int) -> LimitExceeded:
     )
 
 
-def _lock_scope(conn: psycopg.Connection[Any], ref: ScopeRef) -> int:
-    """Take the scope owner's row lock (creating the row if needed); returns its live count."""
+def _lock_scope(conn: psycopg.Connection[Any], ref: ScopeRef) -> tuple[int, bool]:
+    """Take the scope owner's row lock (creating the row if needed); returns its live count and
+    whether its term statistics are kept."""
     row = conn.execute(
         "INSERT INTO scope_state AS st (tenant_id, scope, owner) VALUES (%s, %s, %s)"
         " ON CONFLICT (tenant_id, scope, owner) DO UPDATE SET live_count = st.live_count"
-        " RETURNING live_count",
+        " RETURNING live_count, terms_tracked",
         (ref.tenant_id, ref.scope.value, ref.owner),
     ).fetchone()
     assert row is not None
-    return int(row[0])
+    return int(row[0]), bool(row[1])
 
 
 def _live_count(conn: psycopg.Connection[Any], ref: ScopeRef) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from quipu.core.lifecycle import HIDDEN
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import Kind, Source, Status
 from quipu.retrieval.bm25 import Postings
@@ -45,9 +46,7 @@ BULK_COLUMNS = (
 )
 KIND_CODES = {k: i for i, k in enumerate(Kind)}
 SOURCE_CODES = {s: i for i, s in enumerate(Source)}
-_HIDDEN_FAMILY = [
-    STATUS_CODES[s] for s in (Status.UNAVAILABLE, Status.QUARANTINED, Status.CANDIDATE)
-]
+_HIDDEN_FAMILY = [STATUS_CODES[s] for s in sorted(HIDDEN)]
 
 
 @dataclass

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from quipu.core.auth import version_audit
-from quipu.core.lifecycle import LIVE
+from quipu.core.lifecycle import HIDDEN, LIVE
 from quipu.core.query import Cursor, Filters, Page
 from quipu.core.records import (
     MemoryVersion,
@@ -41,6 +41,7 @@ from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
+from quipu.storage.sqlite.governance import GovernanceTables
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import (
     COLUMNS,
@@ -55,13 +56,13 @@ from quipu.storage.sqlite.work import WorkTables
 from quipu.storage.timecodec import FOREVER, from_micros_opt, to_micros, to_micros_opt
 
 _LIVE = tuple(s.value for s in LIVE)
-_HIDDEN = ("unavailable", "quarantined", "candidate")
+_HIDDEN = tuple(sorted(s.value for s in HIDDEN))
 _CHUNK = 500
 #: Generations of each scope kept in ``scope_log``; a process further behind reloads the scope.
 _LOG_KEPT = 1024
 
 
-class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
+class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, GovernanceTables):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(
@@ -99,6 +100,8 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # Freed cells and pages are zeroed, so an erased text leaves the file (LIFE-4).
+        conn.execute("PRAGMA secure_delete=ON")
         conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
         return conn
 
@@ -254,14 +257,35 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
         with self._tx() as c:
             if self._current_row(c, ref, new_id) is None:
                 raise NotFound(f"no memory {new_id}", details={"id": new_id})
-            change = replace(
-                change,
-                status=Status.SUPERSEDED,
-                invalid_at=now if change.invalid_at in (UNSET, None) else change.invalid_at,
-                related_id=new_id,
-                relation=Relation.SUPERSEDED_BY,
-            )
-            return self._append(c, ref, old_id, change, expected_version, None, None, now, 2**62)
+            return self._supersede(c, ref, old_id, new_id, change, now, expected_version)
+
+    def _supersede(
+        self,
+        c: sqlite3.Connection,
+        ref: ScopeRef,
+        old_id: str,
+        new_id: str,
+        change: Change,
+        now: datetime,
+        expected_version: int | None = None,
+    ) -> MemoryVersion:
+        """``old_id`` superseded by ``new_id``, and ``new_id`` stamped ``supersedes`` (MEM-3)."""
+        old = replace(
+            change,
+            status=Status.SUPERSEDED,
+            invalid_at=now if change.invalid_at in (UNSET, None) else change.invalid_at,
+            related_id=new_id,
+            relation=Relation.SUPERSEDED_BY,
+        )
+        done = self._append(c, ref, old_id, old, expected_version, None, None, now, 2**62)
+        stamp = Change(
+            actor=change.actor,
+            relation=Relation.SUPERSEDES,
+            reason=change.reason,
+            related_id=old_id,
+        )
+        self._append(c, ref, new_id, stamp, None, None, None, now, 2**62)
+        return done
 
     def _append(
         self,
@@ -528,6 +552,11 @@ class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables):
                 if found is not None:
                     out[int(r["key"])] = found
         return out
+
+    def _forget_index(self, ref: ScopeRef) -> None:
+        """Drop this process's index of a scope (an erase changed rows under it)."""
+        with self._index_lock:
+            self._indexes.pop(ref, None)
 
     def maintain(self) -> dict[str, list[str]]:
         """Nothing to build: the scope index is exact and lives in memory."""

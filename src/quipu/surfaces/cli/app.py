@@ -24,7 +24,7 @@ from quipu.errors import QuipuError
 from quipu.memories import MemoryService
 from quipu.remote import MemoryClient
 from quipu.settings import Settings
-from quipu.surfaces.cli import access, bench, jobs, target
+from quipu.surfaces.cli import access, bench, governance, jobs, target
 from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
 
@@ -38,6 +38,7 @@ app.add_typer(access.tokens, name="tokens")
 app.add_typer(jobs.jobs, name="jobs")
 app.add_typer(eval_cli.app, name="eval")
 app.command()(jobs.worker)
+governance.register(app)
 console = Console()
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -208,6 +209,7 @@ def mcp_(db: Db = None, config: Config = None) -> None:
         fixed_principal(principal),
         log_level="DEBUG" if settings.log_level == "debug" else "WARNING",
         sessions=runtime.sessions,
+        governance=runtime.governance,
     )
     if settings.worker_embedded:
         runtime.worker.start()

@@ -13,7 +13,15 @@ from quipu.surfaces.http import errors
 from quipu.surfaces.http.deps import PrincipalResolver
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.guard import RequestGuard
-from quipu.surfaces.http.routers import admin, health, memories, recall, sessions, transfer
+from quipu.surfaces.http.routers import (
+    admin,
+    governance,
+    health,
+    memories,
+    recall,
+    sessions,
+    transfer,
+)
 from quipu.surfaces.http.schemas import ERROR_RESPONSES
 from quipu.version import __version__
 
@@ -45,10 +53,12 @@ def create_app(
     app.state.resolve_principal = resolve_principal
     app.state.access = access
     app.state.runtime = runtime
+    app.state.governance = runtime.governance if runtime else None  # built on first use
     errors.install(app)
 
     app.add_middleware(RequestGuard, limit=max_body_bytes, resolver=resolve_principal)
     app.include_router(health.router)
     for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
+    app.include_router(governance.router, responses=ERROR_RESPONSES)
     return app

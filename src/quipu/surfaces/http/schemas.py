@@ -31,6 +31,9 @@ class RememberBody(Body):
     model: str | None = None
     prompt_version: str | None = None
     quote: str | None = None
+    quote_start: int | None = Field(None, description="The quote's start in its source turn.")
+    quote_end: int | None = Field(None, description="The quote's end in its source turn.")
+    status: str | None = Field(None, description="active (default) or candidate, for review.")
 
 
 class FilterFields(Body):

@@ -55,6 +55,7 @@ def build_server(
             lambda _token: mcp_principal,
             allowed_hosts=LOOPBACK_HOSTS,
             sessions=runtime.sessions,
+            governance=runtime.governance,
         )
         return app, runtime
     service.limiter = SharedRateLimiter(
@@ -69,6 +70,7 @@ def build_server(
         service,
         lambda token: access.authenticate(token, surface="mcp"),
         sessions=runtime.sessions,
+        governance=runtime.governance,
     )
     return app, runtime
 

@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from quipu.core.records import Principal
 from quipu.errors import QuipuError, Unauthorized
+from quipu.governance import GovernanceService
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
 from quipu.surfaces.http.errors import envelope, error_response
@@ -161,6 +162,7 @@ def mount_mcp(
     path: str = "/mcp",
     allowed_hosts: Sequence[str] | None = None,
     sessions: SessionService | None = None,
+    governance: GovernanceService | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> MCPServer:
     """Serve the MCP tools at ``path`` of ``app``, each request authenticated by ``authenticate``.
@@ -170,7 +172,9 @@ def mount_mcp(
     the app's lifespan, which this wraps. A request body over ``max_body_bytes`` is refused
     (413); in the HTTP app the app-wide limit applies first.
     """
-    server = create_mcp_server(service, principal_from_request, sessions=sessions)
+    server = create_mcp_server(
+        service, principal_from_request, sessions=sessions, governance=governance
+    )
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if allowed_hosts is not None:
         security = TransportSecuritySettings(

@@ -25,11 +25,14 @@ from typing_extensions import TypedDict
 
 from quipu.core.records import MemoryVersion, Principal
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
+from quipu.governance import GovernanceService
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
 from quipu.surfaces.http.encoding import json_safe
 from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
+from quipu.surfaces.mcp import render
+from quipu.surfaces.mcp.governance import governance_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
 
@@ -127,6 +130,7 @@ def create_mcp_server(
     name: str = "quipu",
     log_level: LogLevel = "WARNING",
     sessions: SessionService | None = None,
+    governance: GovernanceService | None = None,
 ) -> MCPServer:
     """An MCP server exposing the memory tools; run it over stdio or mount it over HTTP."""
     server: MCPServer = QuipuMCPServer(
@@ -137,9 +141,14 @@ def create_mcp_server(
         log_level=log_level,
     )
 
-    def call(ctx: Context, action: Callable[[Principal], Any]) -> CallToolResult:
+    def call(
+        ctx: Context,
+        action: Callable[[Principal], Any],
+        text: Callable[[Any], str] | None = None,
+    ) -> CallToolResult:
+        """Run ``action``; ``text`` renders a result holding memories for the model (SAFE-2)."""
         try:
-            return _success(action(principal_for_request(ctx)))
+            return _success(action(principal_for_request(ctx)), text)
         except QuipuError as exc:
             return _failure(exc)
 
@@ -229,6 +238,7 @@ def create_mcp_server(
                 observed_before=observed_before,
                 min_confidence=min_confidence,
             ).to_dict(),
+            render.recall_text,
         )
 
     @server.tool(name="memory_list", title="List memories", description=d.LIST, annotations=reader)
@@ -255,13 +265,13 @@ def create_mcp_server(
             )
             return {"items": _dicts(page.items), "next_cursor": page.next_cursor}
 
-        return call(ctx, act)
+        return call(ctx, act, render.items_text)
 
     @server.tool(name="memory_get", title="Get a memory", description=d.GET, annotations=reader)
     def memory_get(
         memory_id: Annotated[str, Field(description=d.MEMORY_ID)], ctx: Context
     ) -> Annotated[CallToolResult, dict[str, Any]]:
-        return call(ctx, lambda who: service.get(who, memory_id).to_dict())
+        return call(ctx, lambda who: service.get(who, memory_id).to_dict(), render.memory_text)
 
     @server.tool(
         name="memory_history", title="Memory history", description=d.HISTORY, annotations=reader
@@ -269,7 +279,11 @@ def create_mcp_server(
     def memory_history(
         memory_id: Annotated[str, Field(description=d.MEMORY_ID)], ctx: Context
     ) -> Annotated[CallToolResult, HistoryOutput]:
-        return call(ctx, lambda who: {"versions": _dicts(service.history(who, memory_id))})
+        return call(
+            ctx,
+            lambda who: {"versions": _dicts(service.history(who, memory_id))},
+            lambda data: render.items_text(data, "versions"),
+        )
 
     @server.tool(
         name="memory_revise",
@@ -353,6 +367,8 @@ def create_mcp_server(
 
     if sessions is not None:
         _session_tools(server, sessions, call)
+    if governance is not None:
+        governance_tools(server, governance, call)
     return server
 
 
@@ -424,9 +440,12 @@ def _dicts(memories: list[MemoryVersion]) -> list[dict[str, Any]]:
     return [m.to_dict() for m in memories]
 
 
-def _success(data: Any) -> CallToolResult:
-    """The result dict as structured content, and the same JSON as text for the model."""
+def _success(data: Any, render_text: Callable[[Any], str] | None = None) -> CallToolResult:
+    """The result dict as structured content, and as text for the model: the same JSON, or
+    for memories a defanged data block (SAFE-2)."""
     data, text = _encodable(data)
+    if render_text is not None:
+        text = render_text(data)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 

@@ -1,11 +1,11 @@
-"""Run tokens for service keys, the audit log for admins, and superadmin oversight."""
+"""Run tokens for service keys (the audit log and oversight: the governance router)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 
 from quipu.auth.access import Access
 from quipu.core.records import Principal
@@ -54,44 +54,3 @@ def _ttl(seconds: int) -> timedelta:
         raise InvalidInput(
             "ttl_seconds is out of range", code="invalid_ttl", details={"field": "ttl_seconds"}
         ) from None
-
-
-@router.get("/audit", response_model=Json, summary="The tenant's audit log (admins)")
-def audit(
-    svc: Svc,
-    who: Who,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
-) -> SafeJSONResponse:
-    events, next_cursor = svc.audit(who, cursor=cursor, limit=limit)
-    return SafeJSONResponse({"items": [e.to_dict() for e in events], "next_cursor": next_cursor})
-
-
-@router.get(
-    "/admin/memories",
-    response_model=Json,
-    summary="List any subject's memories (superadmin oversight)",
-)
-def oversight_list(
-    svc: Svc,
-    who: Who,
-    scope: str,
-    owner: str,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
-) -> SafeJSONResponse:
-    page = svc.oversight_list(who, scope=scope, owner=owner, cursor=cursor, limit=limit)
-    return SafeJSONResponse(
-        {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}
-    )
-
-
-@router.delete(
-    "/admin/memories/{memory_id}",
-    response_model=Json,
-    summary="Forget any memory (superadmin oversight)",
-)
-def oversight_forget(
-    memory_id: str, svc: Svc, who: Who, reason: str | None = None
-) -> SafeJSONResponse:
-    return SafeJSONResponse(svc.oversight_forget(who, memory_id, reason=reason).to_dict())

@@ -1,0 +1,254 @@
+"""Erase, subject erasure and legal holds (LIFE-4)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from quipu.core import validate
+from quipu.core.auth import AuditEvent
+from quipu.core.governance import (
+    EraseReport,
+    Erasure,
+    Hold,
+    HoldKind,
+)
+from quipu.core.jobs import Job, NewJob
+from quipu.core.records import (
+    MemoryVersion,
+    Principal,
+    Status,
+)
+from quipu.errors import Conflict, InvalidInput, NotFound
+from quipu.governance.base import (
+    ERASE_SUBJECT,
+    FAMILY_BATCH,
+    TURN_BATCH,
+    GovernanceBase,
+    Progress,
+    need_admin,
+    need_eraser,
+    required_reason,
+)
+from quipu.guard import not_found
+from quipu.jobs.queue import Lease
+
+
+@dataclass(frozen=True)
+class Erased:
+    """The outcome of erasing one memory: its tombstone and what was removed, per table."""
+
+    tombstone: MemoryVersion
+    report: EraseReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tombstone": self.tombstone.to_dict(), **self.report.to_dict()}
+
+
+class Erasing(GovernanceBase):
+    """Erase and subject erasure under legal holds."""
+
+    # -- erase and legal holds (LIFE-4) ------------------------------------------------------
+    def erase(self, principal: Principal, memory_id: object, *, reason: object) -> Erased:
+        """Remove the content of every version of a family, leaving a tombstone (LIFE-4).
+
+        404 for a missing or foreign id; 409 ``legal_hold`` (nothing changed) under a hold on
+        the memory, its subject or the tenant; 409 ``illegal_transition`` when already erased."""
+        need_eraser(principal)
+        why = required_reason(reason)
+        ident = validate.identifier(memory_id, field="id")
+        ref = self._locate(principal, ident)
+        current = self.store.get(ref, ident)
+        if current is None:
+            raise not_found(ident)
+        if current.status is Status.ERASED:
+            raise already_erased(ident)
+        self.guard.admit_write(principal)
+        report = self.store.erase_families(
+            principal.tenant_id, [ident], self._erasure(principal, why)
+        )
+        if not report.families:
+            raise already_erased(ident)
+        self.guard.audit(principal, "memory.erase", (ident,), reason=why, details=report.to_dict())
+        tomb = self.store.get(ref, ident)
+        assert tomb is not None
+        return Erased(tomb, report)
+
+    def erase_subject(
+        self, principal: Principal, user_id: object, *, reason: object
+    ) -> tuple[Job, bool]:
+        """Queue the erasure of everything about one end user (its ``user`` and ``agent_user``
+        memories, its session turns, what jobs kept of them): a durable job whose checkpoint
+        shows progress and whose result counts what went, per table. 409 ``legal_hold`` now
+        (nothing queued) under a hold on the tenant, the subject or one of its memories."""
+        need_eraser(principal)
+        why = required_reason(reason)
+        user = validate.identifier(user_id, field="user_id")
+        blocking = self.store.blocking_holds(principal.tenant_id, user)
+        if blocking:
+            raise held(blocking)
+        self.guard.admit_write(principal)
+        payload = {
+            "user_id": user,
+            "reason": why,
+            "actor": principal.key_id,
+            "role": principal.role.value,
+            "agent_id": principal.agent_id,
+            "actor_user_id": principal.user_id,
+            "surface": principal.surface,
+        }
+        job, created = self.store.enqueue_job(
+            NewJob(principal.tenant_id, ERASE_SUBJECT, user, payload), self._clock()
+        )
+        self.guard.audit(
+            principal,
+            "subject.erase.request",
+            (user,),
+            reason=why,
+            details={"job_id": job.job_id, "created": created},
+        )
+        return job, created
+
+    def erasure_job(self, principal: Principal, job_id: object) -> Job:
+        """A subject erasure's job, with its progress (checkpoint) and final counts (result)."""
+        need_eraser(principal)
+        ident = validate.identifier(job_id, field="job_id")
+        job = self.store.get_job(ident)
+        if job is None or job.tenant_id != principal.tenant_id or job.kind != ERASE_SUBJECT:
+            raise NotFound(f"no erasure {ident}", details={"job_id": ident})
+        return job
+
+    def run_subject_erasure(self, lease: Lease, progress: Progress | None = None) -> dict[str, Any]:
+        """The job handler of :meth:`erase_subject`: memories in batches, then session turns,
+        each batch one transaction and one heartbeat (a resumed job continues where the
+        last attempt stopped; holds are checked again in every batch)."""
+        job = lease.job
+        p = job.payload
+        user = str(p["user_id"])
+        erasure = Erasure(
+            actor=str(p["actor"]),
+            reason=str(p["reason"]),
+            at=self._clock(),
+            surface=str(p.get("surface") or "job"),
+            role=p.get("role"),
+            agent_id=p.get("agent_id"),
+            user_id=p.get("actor_user_id"),
+        )
+        total = EraseReport(counts=dict(job.checkpoint.get("counts") or {}))
+        families = int(job.checkpoint.get("families") or 0)
+        for stage in ("memories", "sessions"):
+            while True:
+                erasure = replace(erasure, at=self._clock())
+                if stage == "memories":
+                    ids = self.store.subject_families(job.tenant_id, user, FAMILY_BATCH)
+                    part = self.store.erase_families(job.tenant_id, ids, erasure)
+                    done = len(part.families)
+                else:
+                    part = self.store.erase_subject_sessions(
+                        job.tenant_id, user, erasure, TURN_BATCH
+                    )
+                    done = part.counts.get("session_turns", 0)
+                families += len(part.families)
+                total.merge(replace(part, families=[]))
+                lease.heartbeat({"stage": stage, "families": families, "counts": total.counts})
+                if progress is not None:
+                    progress(stage, done)
+                if done == 0:
+                    break
+        result = {
+            "user_id": user,
+            "families": families,
+            "counts": dict(sorted(total.counts.items())),
+        }
+        self.store.record_audit(
+            AuditEvent(
+                tenant_id=job.tenant_id,
+                at=self._clock(),
+                actor_key=erasure.actor,
+                surface=erasure.surface,
+                action="subject.erase",
+                target_ids=(user,),
+                role=erasure.role,
+                agent_id=erasure.agent_id,
+                user_id=erasure.user_id,
+                reason=erasure.reason,
+                details={"job_id": job.job_id, **result},
+            )
+        )
+        return result
+
+    def hold(self, principal: Principal, kind: object, target: object, *, reason: object) -> Hold:
+        """Set a legal hold on a memory, a subject (end user id) or the tenant (admins)."""
+        need_admin(principal)
+        why = required_reason(reason)
+        hold_kind = validate.enum(HoldKind, kind, field="kind")
+        if hold_kind is HoldKind.TENANT:
+            aim = (
+                principal.tenant_id
+                if target is None
+                else validate.identifier(target, field="target")
+            )
+            if aim != principal.tenant_id:
+                raise InvalidInput("a tenant hold names this tenant", code="invalid_target")
+        else:
+            aim = validate.identifier(target, field="target")
+            if hold_kind is HoldKind.MEMORY:
+                self._locate(principal, aim)
+        held = Hold(
+            principal.tenant_id,
+            uuid.uuid4().hex,
+            hold_kind,
+            aim,
+            why,
+            principal.key_id,
+            self._clock(),
+        )
+        self.store.put_hold(held)
+        self.guard.audit(
+            principal,
+            "hold.set",
+            (held.hold_id,),  # not the target's id: an erase keeps the reasons of holds
+            reason=why,
+            details={"kind": hold_kind.value, "target": aim},
+        )
+        return held
+
+    def release_hold(self, principal: Principal, hold_id: object, *, reason: object) -> Hold:
+        need_admin(principal)
+        why = required_reason(reason)
+        ident = validate.identifier(hold_id, field="hold_id")
+        released = self.store.release_hold(
+            principal.tenant_id, ident, principal.key_id, self._clock(), why
+        )
+        if released is None:
+            raise NotFound(f"no active hold {ident}", details={"hold_id": ident})
+        self.guard.audit(
+            principal,
+            "hold.release",
+            (ident,),
+            reason=why,
+            details={"kind": released.kind.value, "target": released.target},
+        )
+        return released
+
+    def holds(self, principal: Principal, *, include_released: bool = False) -> list[Hold]:
+        need_admin(principal)
+        return self.store.list_holds(principal.tenant_id, include_released)
+
+
+def already_erased(ident: str) -> Conflict:
+    return Conflict(
+        f"memory {ident} is erased already",
+        code="illegal_transition",
+        details={"id": ident, "from": Status.ERASED.value, "to": Status.ERASED.value},
+    )
+
+
+def held(holds: Sequence[Hold]) -> Conflict:
+    return Conflict(
+        "a legal hold covers what this erase would remove; nothing was changed",
+        code="legal_hold",
+        details={"holds": [h.hold_id for h in holds]},
+    )
