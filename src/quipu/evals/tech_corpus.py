@@ -542,9 +542,28 @@ def load(path: str | Path) -> TechCorpus:
             )
             for q in raw["questions"]
         )  # fmt: skip
-        return TechCorpus(int(raw["seed"]), chats, questions)
+        corpus = TechCorpus(int(raw["seed"]), chats, questions)
     except (KeyError, TypeError, ValueError) as error:
         raise DatasetFormatError(f"{source}: malformed ({error!r})") from None
+    _check(corpus, source)
+    return corpus
+
+
+def _check(corpus: TechCorpus, source: Path) -> None:
+    """Every question names its chat and messages of that chat; every date has a zone."""
+    messages: dict[str, set[int]] = {}
+    for chat in corpus.chats:
+        for session in chat.sessions:
+            if session.date.tzinfo is None:
+                raise DatasetFormatError(f"{source}: {chat.chat_id} has a date without a zone")
+        messages[chat.chat_id] = {m.message_id for s in chat.sessions for m in s.messages}
+    for q in corpus.questions:
+        known = messages.get(q.chat_id)
+        if known is None:
+            raise DatasetFormatError(f"{source}: {q.question_id} names no chat of the file")
+        unknown = [i for i in q.evidence if i not in known]
+        if unknown or not q.evidence:
+            raise DatasetFormatError(f"{source}: {q.question_id} names no message {unknown[:1]}")
 
 
 def _chat(item: dict[str, Any]) -> Chat:
