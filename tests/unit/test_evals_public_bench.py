@@ -169,7 +169,7 @@ def test_locomo_end_to_end(
 
     assert (report["haystacks"], report["turns"], report["questions"]) == (1, 5, 2)
     assert (report["depth"], report["latency_k"]) == (10, 10)
-    assert set(report["systems"]) == {"quipu", "bm25", "dense"}
+    assert set(report["systems"]) == {"quipu", "bm25", "dense", "hybrid"}
     for name, body in report["systems"].items():
         overall = body["overall"]
         assert overall["count"] == 2

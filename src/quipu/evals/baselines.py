@@ -1,4 +1,5 @@
-"""Comparison baselines for the benchmarks: BM25 (bm25s) and exact dense kNN (numpy).
+"""Comparison baselines for the benchmarks: BM25 (bm25s), exact dense kNN (numpy), and the
+plain hybrid of the two by reciprocal-rank fusion.
 
 Both index a list of ``(turn_id, text)`` pairs and answer ``rank(query, n)`` with the ids of
 the best ``n`` turns, best first. Ties keep index order, so rankings are deterministic.
@@ -11,6 +12,11 @@ scores included (a query whose words are all stop words or unseen ranks in index
 ``DenseBaseline`` takes any object with ``embed_batch(texts) -> ndarray`` and ranks by exact
 cosine similarity (rows are re-normalised, so an embedder's rounding cannot skew scores).
 
+``HybridBaseline`` is what a plain hybrid search engine does: the BM25 and dense rankings of
+the two baselines above (each cut at ``depth``; BM25 keeps only turns that share a word with
+the query), fused by reciprocal-rank fusion with Quipu's own :func:`~quipu.retrieval.fusion.rrf`
+at k = 60 and equal weights (issue 31's "plain hybrid").
+
 bm25s is a development dependency, imported when a ``BM25Baseline`` is built.
 """
 
@@ -22,7 +28,10 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BM25Baseline", "BatchEmbedder", "DenseBaseline"]
+from quipu.core.query import Candidate
+from quipu.retrieval.fusion import RRF_K, rrf
+
+__all__ = ["BM25Baseline", "BatchEmbedder", "DenseBaseline", "HybridBaseline"]
 
 
 class BatchEmbedder(Protocol):
@@ -127,3 +136,50 @@ class DenseBaseline:
     def rank(self, query: str, n: int) -> list[str]:
         """The ids of the ``n`` turns most similar to ``query``, best first."""
         return _best(self.scores(query), self._ids, n)
+
+
+class HybridBaseline:
+    """Plain hybrid: reciprocal-rank fusion of a BM25 and a dense baseline over the same turns
+    (k = 60, equal weights), each list cut at ``depth`` (or ``n``, when deeper)."""
+
+    def __init__(
+        self,
+        items: Sequence[tuple[str, str]],
+        embedder: BatchEmbedder,
+        *,
+        depth: int = 100,
+        k: int = RRF_K,
+    ) -> None:
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, got {depth}")
+        self._ids, _ = _split(items)
+        self._bm25 = BM25Baseline(items)
+        self._dense = DenseBaseline(items, embedder)
+        self._depth = depth
+        self._k = k
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def rank(self, query: str, n: int) -> list[str]:
+        """The ids of the ``n`` best turns for ``query`` by fused rank, best first."""
+        if n < 0:
+            raise ValueError(f"n must not be negative, got {n}")
+        if not self._ids:
+            return []
+        depth = max(self._depth, n)
+        lexical = self._bm25.scores(query)
+        semantic = self._dense.scores(query)
+        lists = {
+            "text": [
+                Candidate(int(i), float(lexical[i]))
+                for i in np.argsort(-lexical, kind="stable")[:depth]
+                if lexical[i] > 0
+            ],
+            "semantic": [
+                Candidate(int(i), float(semantic[i]))
+                for i in np.argsort(-semantic, kind="stable")[:depth]
+            ],
+        }
+        fused = rrf(lists, None, self._k)
+        return [self._ids[key] for key, _, _ in fused[:n]]

@@ -16,6 +16,8 @@ side by side on the same data with the same metrics:
 * ``bm25``: :class:`~quipu.evals.baselines.BM25Baseline` (bm25s) over the same turns.
 * ``dense``: :class:`~quipu.evals.baselines.DenseBaseline`, exact cosine kNN with the same
   embedder instance Quipu uses.
+* ``hybrid``: :class:`~quipu.evals.baselines.HybridBaseline`, the plain hybrid: reciprocal-rank
+  fusion (k = 60, equal weights) of those two rankings.
 
 Scoring follows ``../shared/data/README.md``: rank turns, map each to its session, keep each
 session's first occurrence, then ``all@k`` (every gold session among the first k distinct
@@ -42,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from quipu.embeddings.base import Embedder
-from quipu.evals.baselines import BM25Baseline, DenseBaseline
+from quipu.evals.baselines import BM25Baseline, DenseBaseline, HybridBaseline
 from quipu.evals.datasets import load_locomo, load_longmemeval
 from quipu.evals.ingest import IngestStats, ranking_settings, remember_turn
 from quipu.evals.metrics import (
@@ -329,7 +331,7 @@ class _QuipuSystem:
 
 
 class _BaselineRanker:
-    def __init__(self, baseline: BM25Baseline | DenseBaseline) -> None:
+    def __init__(self, baseline: BM25Baseline | DenseBaseline | HybridBaseline) -> None:
         self._baseline = baseline
 
     def rank(self, query: Query, n: int) -> list[str]:
@@ -372,9 +374,29 @@ class _DenseSystem:
         }
 
 
+class _HybridSystem:
+    name = "hybrid"
+
+    def __init__(self, shared: _SharedTurnVectors) -> None:
+        self._shared = shared
+
+    def index(self, haystack: Haystack, advance: Callable[[int], None]) -> Ranker:
+        baseline = HybridBaseline(
+            [(turn.turn_id, turn.text) for turn in haystack.turns], _RecordedFirst(self._shared)
+        )
+        advance(len(haystack.turns))
+        return _BaselineRanker(baseline)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": "reciprocal-rank fusion (k=60, equal weights) of the bm25 ranking (turns "
+            "sharing a word with the query) and the dense ranking, each cut at 100",
+        }
+
+
 @dataclass(frozen=True)
 class Systems:
-    """Quipu's pipeline and the two baselines, sharing one embedder."""
+    """Quipu's pipeline and the three baselines, sharing one embedder."""
 
     quipu: System
     baselines: tuple[System, ...]
@@ -387,15 +409,16 @@ def make_systems(
     embedder: Embedder, workdir: Path, overrides: Mapping[str, Any] | None = None
 ) -> Systems:
     """Quipu (a fresh SQLite file per haystack under ``workdir``; ``overrides`` on top of the
-    shipped defaults), BM25-only (bm25s) and dense-only (exact kNN with ``embedder``).
+    shipped defaults), BM25-only (bm25s), dense-only (exact kNN with ``embedder``) and their
+    plain rank fusion.
 
-    Quipu must run before the dense baseline on each haystack (``chosen`` orders them so):
-    the baseline reuses the turn vectors Quipu's ingest computed.
+    Quipu must run before the dense and hybrid baselines on each haystack (``chosen`` orders
+    them so): they reuse the turn vectors Quipu's ingest computed.
     """
     shared = _SharedTurnVectors(embedder)
     return Systems(
         quipu=_QuipuSystem(shared, workdir, overrides or {}),
-        baselines=(_BM25System(), _DenseSystem(shared)),
+        baselines=(_BM25System(), _DenseSystem(shared), _HybridSystem(shared)),
     )
 
 

@@ -23,9 +23,9 @@ from quipu.retrieval.terms import STOPWORDS
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _stemmer = Stemmer.Stemmer("english")
 
-#: Bumped whenever :func:`tokenize` or :func:`document_tokens` changes, so stores recompute
-#: the keys they saved.
-TOKENIZER_VERSION = "2"
+#: Bumped whenever :func:`tokenize`, :func:`document_tokens` or :func:`indexed_keys` changes,
+#: so stores recompute the keys they saved.
+TOKENIZER_VERSION = "3"
 
 #: Okapi BM25 parameters: Anserini's defaults. Short conversational turns reward a softer
 #: length normalisation than the classic k1 = 1.2, b = 0.75 (measured in docs/benchmarks.md).
@@ -79,6 +79,20 @@ def document_tokens(text: str, aliases: Sequence[str], observed_at: datetime | N
     if observed_at is not None:
         tokens += tokenize(f"{observed_at.astimezone(UTC):%B %Y}")
     return tokens
+
+
+def indexed_keys(own: Sequence[str], context: Sequence[str]) -> list[str]:
+    """The BM25 keys a memory is stored under: its ``own`` keys, then each key of its
+    ``context`` (:class:`SessionContext`) that is not among them, once.
+
+    Context keys say what the memory is about, not how often: counted in full, a short reply
+    right after a long message ("Noted: the session lifetime, 30 minutes.") held the message's
+    words twice (its own and the context's) and outranked the message that said it. Presence
+    alone keeps the session-level gain and lets the message itself rank first (issue 31:
+    generated technical chats, turn any@1 0.475 -> 0.575, 30 questions won, 2 lost;
+    docs/benchmarks.md, "Message-level benchmarks")."""
+    held = set(own)
+    return [*own, *(key for key in dict.fromkeys(context) if key not in held)]
 
 
 class SessionContext:

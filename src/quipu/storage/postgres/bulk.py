@@ -19,7 +19,12 @@ from quipu.core.records import MemoryVersion, Scope, ScopeRef
 from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.text import fold
 from quipu.core.versions import import_order, valid_to
-from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
+from quipu.retrieval.bm25 import (
+    TOKENIZER_VERSION,
+    SessionContext,
+    document_tokens,
+    indexed_keys,
+)
 from quipu.storage.base import Vector
 from quipu.storage.decode import decode_row
 from quipu.storage.postgres.rows import (
@@ -275,7 +280,7 @@ def refresh_terms(store: PostgresStore) -> bool:
         for tenant_id, key, scope, owner, session, family, text, aliases, at in keys.fetchall():
             own = document_tokens(text, aliases, at)
             where = None if session is None else (tenant_id, scope, owner, session)
-            terms, length = tsvector_literal([*own, *chain.next(where, family, own)])
+            terms, length = tsvector_literal(indexed_keys(own, chain.next(where, family, own)))
             updates.append((terms, length, tenant_id, key))
         conn.cursor().executemany(
             "UPDATE memory_versions SET terms = %s::tsvector, term_count = %s"

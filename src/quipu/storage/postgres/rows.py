@@ -25,7 +25,7 @@ from quipu.core.records import (
     Trust,
 )
 from quipu.core.text import fold
-from quipu.retrieval.bm25 import document_tokens
+from quipu.retrieval.bm25 import document_tokens, indexed_keys
 
 _LEXEME = re.compile(r"'((?:[^']|'')*)':")
 
@@ -230,7 +230,7 @@ def to_values(
     """Values in :data:`WRITE_COLUMNS` order; ``vector`` is a numpy array or None; ``context``
     the BM25 keys the version is also indexed under (its session's previous memory)."""
     terms, term_count = tsvector_literal(
-        [*document_tokens(m.text, m.aliases, m.observed_at), *context]
+        indexed_keys(document_tokens(m.text, m.aliases, m.observed_at), context)
     )
     return (
         m.tenant_id,

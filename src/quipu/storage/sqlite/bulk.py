@@ -18,7 +18,12 @@ from quipu.core.lifecycle import LIVE
 from quipu.core.records import MemoryVersion, ScopeRef
 from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.versions import import_order, valid_to
-from quipu.retrieval.bm25 import TOKENIZER_VERSION, SessionContext, document_tokens
+from quipu.retrieval.bm25 import (
+    TOKENIZER_VERSION,
+    SessionContext,
+    document_tokens,
+    indexed_keys,
+)
 from quipu.storage.admission import admit_versions
 from quipu.storage.base import Vector
 from quipu.storage.decode import decode_row
@@ -69,7 +74,8 @@ class BulkTables:
             for key, tenant, scope, owner, session, family, text, aliases, at in rows:
                 own = document_tokens(text, json.loads(aliases), from_micros_opt(at))
                 where = None if session is None else (tenant, scope, owner, session)
-                updates.append((" ".join(own + chain.next(where, family, own)), key))
+                context = chain.next(where, family, own)
+                updates.append((" ".join(indexed_keys(own, context)), key))
             c.executemany("UPDATE memory_versions SET terms = ? WHERE key = ?", updates)
             c.execute(
                 "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('terms_version', ?)",

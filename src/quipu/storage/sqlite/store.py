@@ -35,7 +35,7 @@ from quipu.core.records import (
 from quipu.core.text import fold
 from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
 from quipu.errors import Conflict, LimitExceeded, NotFound
-from quipu.retrieval.bm25 import document_tokens
+from quipu.retrieval.bm25 import document_tokens, indexed_keys
 from quipu.storage.admission import admit
 from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
@@ -366,8 +366,10 @@ class SQLiteStore(
             blob = np.asarray(vector, dtype=np.float32).tobytes()
         else:
             embedding_key = None
-        terms = document_tokens(memory.text, memory.aliases, memory.observed_at)
-        terms += self._context_terms(c, ref, memory)
+        terms = indexed_keys(
+            document_tokens(memory.text, memory.aliases, memory.observed_at),
+            self._context_terms(c, ref, memory),
+        )
         cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key, blob, terms))
         key = cursor.lastrowid
         assert key is not None

@@ -174,13 +174,24 @@ Limit = Annotated[
 ]
 Baselines = Annotated[
     bool,
-    typer.Option("--baselines", help="Also run BM25-only (bm25s) and dense-only (exact kNN)."),
+    typer.Option(
+        "--baselines",
+        help="Also run BM25-only (bm25s), dense-only (exact kNN) and their plain rank fusion.",
+    ),
 ]
 Depth = Annotated[int, typer.Option("--depth", min=10, max=1000, help="Turns ranked per question.")]
 Details = Annotated[
     bool, typer.Option("--details", help="Add each question's top-10 sessions/turns to the JSON.")
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the JSON instead of the tables.")]
+VectorCache = Annotated[
+    Path | None,
+    typer.Option(
+        "--vector-cache",
+        help="A file keeping the model's vectors of the turns across runs (same vectors, "
+        "same rankings; a lever study then skips most of the embedding).",
+    ),
+]
 LatencyK = Annotated[
     int,
     typer.Option("--latency-k", min=1, max=100, help="Results of the timed recall call."),
@@ -196,6 +207,7 @@ def locomo(
     details: Details = False,
     overrides: SettingOverrides = None,
     latency_k: LatencyK = 10,
+    vector_cache: VectorCache = None,
     as_json: AsJson = False,
     out: Out = None,
 ) -> None:
@@ -214,6 +226,7 @@ def locomo(
         details=details,
         overrides=parse_overrides(overrides),
         latency_k=latency_k,
+        vector_cache=vector_cache,
         as_json=as_json,
         out=out,
     )
@@ -228,6 +241,7 @@ def longmemeval(
     details: Details = False,
     overrides: SettingOverrides = None,
     latency_k: LatencyK = 10,
+    vector_cache: VectorCache = None,
     as_json: AsJson = False,
     out: Out = None,
 ) -> None:
@@ -246,6 +260,106 @@ def longmemeval(
         details=details,
         overrides=parse_overrides(overrides),
         latency_k=latency_k,
+        vector_cache=vector_cache,
+        as_json=as_json,
+        out=out,
+    )
+
+
+@app.command()
+def beam(
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            help="BEAM's folder of numbered chats (chats/100K of github.com/mohammadtavakoli78/"
+            "BEAM), read where it lies; never fetched.",
+        ),
+    ],
+    limit: Limit = None,
+    baselines: Baselines = False,
+    depth: Depth = 50,
+    details: Details = False,
+    overrides: SettingOverrides = None,
+    latency_k: LatencyK = 10,
+    vector_cache: VectorCache = None,
+    as_json: AsJson = False,
+    out: Out = None,
+) -> None:
+    """BEAM message-level evidence retrieval (long technical chats): every message written,
+    the probing questions that name evidence messages; message (turn) all/any@k per category."""
+    from quipu.evals.beam import beam_haystacks
+
+    try:
+        haystacks = beam_haystacks(data, limit)
+    except DatasetFormatError as error:
+        fail(error, 2)
+    _public(
+        "beam",
+        data,
+        haystacks,
+        limit=limit,
+        baselines=baselines,
+        depth=depth,
+        details=details,
+        overrides=parse_overrides(overrides),
+        latency_k=latency_k,
+        vector_cache=vector_cache,
+        as_json=as_json,
+        out=out,
+    )
+
+
+@app.command()
+def tech(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="A corpus written by `quipu eval generate-tech` (its folder or file). "
+            "Default: generated in memory from --seed and --chats.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the generated corpus.")] = 31,
+    chats: Annotated[
+        int, typer.Option(min=1, max=1000, help="Chats of the generated corpus.")
+    ] = 20,
+    split: Annotated[
+        str, typer.Option(help="Chats to measure: dev, test (held out) or all.")
+    ] = "all",
+    limit: Limit = None,
+    baselines: Baselines = False,
+    depth: Depth = 50,
+    details: Details = False,
+    overrides: SettingOverrides = None,
+    latency_k: LatencyK = 10,
+    vector_cache: VectorCache = None,
+    as_json: AsJson = False,
+    out: Out = None,
+) -> None:
+    """Generated technical chats (a developer building a web app: code, stack traces,
+    decisions, corrections): every message written, questions with evidence messages;
+    message (turn) all/any@k per category."""
+    from quipu.evals import tech_corpus
+
+    if split not in ("all", *tech_corpus.SPLITS):
+        raise typer.BadParameter("must be dev, test or all", param_hint="--split")
+    try:
+        corpus = tech_corpus.generate(seed, chats) if data is None else tech_corpus.load(data)
+    except DatasetFormatError as error:
+        fail(error, 2)
+    source = data or Path(f"generated:seed={seed},chats={chats}")
+    _public(
+        f"tech ({split})",
+        source,
+        tech_corpus.tech_haystacks(corpus, split, limit),
+        limit=limit,
+        baselines=baselines,
+        depth=depth,
+        details=details,
+        overrides=parse_overrides(overrides),
+        latency_k=latency_k,
+        vector_cache=vector_cache,
         as_json=as_json,
         out=out,
     )
@@ -329,6 +443,7 @@ def _public(
     details: bool,
     overrides: dict[str, str],
     latency_k: int,
+    vector_cache: Path | None,
     as_json: bool,
     out: Path | None,
 ) -> None:
@@ -336,10 +451,13 @@ def _public(
 
     if not haystacks:
         raise typer.BadParameter(f"{path} holds no scored question", param_hint="--data")
+    from quipu.embeddings.base import Embedder
     from quipu.embeddings.local import LocalEmbedder
+    from quipu.evals.vector_cache import CachedEmbedder
 
-    embedder = LocalEmbedder()
+    embedder: Embedder = LocalEmbedder()
     embedder.embed_batch(["warm-up so the model is loaded before timing"])
+    cache = None if vector_cache is None else CachedEmbedder(embedder, vector_cache)
     columns = (
         TextColumn("{task.description:<18}"),
         BarColumn(),
@@ -349,16 +467,22 @@ def _public(
     )
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="quipu-bench-") as tmp:
-        systems = public_bench.make_systems(embedder, Path(tmp), overrides).chosen(baselines)
-        with Progress(*columns, console=console, transient=True) as bars:
-            report = public_bench.run_benchmark(
-                haystacks,
-                systems,
-                depth=depth,
-                progress=Bars(bars),
-                details=details,
-                latency_k=latency_k,
-            )
+        systems = public_bench.make_systems(cache or embedder, Path(tmp), overrides).chosen(
+            baselines
+        )
+        try:
+            with Progress(*columns, console=console, transient=True) as bars:
+                report = public_bench.run_benchmark(
+                    haystacks,
+                    systems,
+                    depth=depth,
+                    progress=Bars(bars),
+                    details=details,
+                    latency_k=latency_k,
+                )
+        finally:
+            if cache is not None:
+                cache.close()
     result = {
         "benchmark": name,
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -367,6 +491,9 @@ def _public(
         "data": str(path),
         "limit": limit,
         "load_average": {"before": list(load_before), "after": list(os.getloadavg())},
+        "vector_cache": None
+        if cache is None
+        else {"path": str(vector_cache), "hits": cache.hits, "misses": cache.misses},
         **report,
     }
     text = _write_json(result, out)

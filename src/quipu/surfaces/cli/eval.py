@@ -239,6 +239,33 @@ def generate(
         console.print(f"wrote {path}")
 
 
+@app.command("generate-tech")
+def generate_tech(
+    out: Annotated[Path, typer.Option("--out", help="Folder for technical_chats.json.")],
+    seed: Annotated[int, typer.Option(help="Random seed: one seed always writes one corpus.")] = 31,
+    chats: Annotated[
+        int, typer.Option(min=1, max=1000, help="Chats (alternately dev and test).")
+    ] = 20,
+) -> None:
+    """Write the seeded technical-chat corpus (EVAL-1, EVAL-3): developers building web apps
+    over many sessions, with questions naming their evidence messages; `quipu bench tech
+    --data` measures it."""
+    from quipu.evals import tech_corpus
+
+    corpus = tech_corpus.generate(seed, chats)
+    path = tech_corpus.write(corpus, out)
+    messages = sum(len(s.messages) for chat in corpus.chats for s in chat.sessions)
+    console.print(
+        f"seed {seed}: {len(corpus.chats)} chats, {messages} messages, "
+        f"{len(corpus.questions)} questions"
+    )
+    table = Table("split", *tech_corpus.CATEGORIES)
+    for name, row in tech_corpus.split_counts(corpus.questions).items():
+        table.add_row(name, *(str(row[c]) for c in tech_corpus.CATEGORIES))
+    console.print(table)
+    console.print(f"wrote {path}")
+
+
 def _retrieval_table(report: RetrievalReport) -> Table:
     """Tiers, each tier's variants indented below it, then overall. ``violated`` is the
     share of the row's queries that have must-not-rank-above turns (all of them in the
