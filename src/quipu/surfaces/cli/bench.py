@@ -289,6 +289,7 @@ def beam(
     """BEAM message-level evidence retrieval (long technical chats): every message written,
     the probing questions that name evidence messages; message (turn) all/any@k per category."""
     from quipu.evals.beam import beam_haystacks
+    from quipu.evals.datasets import DatasetFormatError
 
     try:
         haystacks = beam_haystacks(data, limit)
@@ -341,6 +342,7 @@ def tech(
     decisions, corrections): every message written, questions with evidence messages;
     message (turn) all/any@k per category."""
     from quipu.evals import tech_corpus
+    from quipu.evals.datasets import DatasetFormatError
 
     if split not in ("all", *tech_corpus.SPLITS):
         raise typer.BadParameter("must be dev, test or all", param_hint="--split")
