@@ -98,6 +98,8 @@ class Supervisor(Multiprocess):
             running = process.process.is_alive()
             if running and process.ping(timeout=self.config.timeout_worker_healthcheck):
                 continue
+            # a worker that died while the ping waited was not hung: say what ended it
+            running = running and process.process.is_alive()
             process.kill()
             process.join()
             if process.exitcode == STARTUP_FAILURE:
