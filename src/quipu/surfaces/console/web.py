@@ -1,0 +1,204 @@
+"""What every console page shares: the signed-in operator, forms with their CSRF token, and
+rendering. Pages call the same use cases as the API (MemoryService, GovernanceService, the job
+queue, the audit log), so isolation and audit are the API's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from quipu.auth.access import Access
+from quipu.core.records import Principal, Role
+from quipu.errors import Forbidden, InvalidInput, PayloadTooLarge, QuipuError, Unauthorized
+from quipu.inspection import Inspection
+from quipu.runtime import Runtime
+from quipu.surfaces.console.sessions import ConsoleSession, SessionBook, same_token
+
+HERE = Path(__file__).parent
+COOKIE = "quipu_console"
+#: The sign-in form's own CSRF cookie (double submit), before any session exists.
+LOGIN_COOKIE = "quipu_console_login"
+#: A console form is small: a reason, a query, a few filters.
+MAX_FORM_BYTES = 65_536
+MAX_FORM_FIELDS = 64
+OPERATOR_ROLES = (Role.ADMIN, Role.SUPERADMIN)
+#: Sent with every console answer: no script runs, nothing is framed, nothing is cached.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class SignInNeeded(Exception):
+    """No live session: a page redirects to the sign-in form."""
+
+
+class CsrfRefused(Forbidden):
+    """A form posted without this session's CSRF token."""
+
+    default_code = "csrf_refused"
+
+
+@dataclass
+class Console:
+    """The console's parts: the runtime's use cases, key checks and the sign-in sessions."""
+
+    runtime: Runtime
+    access: Access
+    sessions: SessionBook
+    inspection: Inspection
+    templates: Environment
+
+
+def build_console_state(runtime: Runtime, access: Access, sessions: SessionBook) -> Console:
+    templates = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return Console(runtime, access, sessions, Inspection(runtime.service), templates)
+
+
+def console_of(request: Request) -> Console:
+    found: Console = request.app.state.console
+    return found
+
+
+@dataclass
+class Operator:
+    """The signed-in operator of one request: the session and the principal its key resolves
+    to now (a revoked key fails here, on every request)."""
+
+    session: ConsoleSession
+    principal: Principal
+
+    @property
+    def superadmin(self) -> bool:
+        return self.principal.role is Role.SUPERADMIN
+
+
+def operator(request: Request) -> Operator:
+    """The signed-in operator, or :class:`SignInNeeded`."""
+    console = console_of(request)
+    session = console.sessions.find(request.cookies.get(COOKIE))
+    if session is None:
+        raise SignInNeeded
+    try:
+        principal = authenticate(console, session.secret, session.tenant)
+    except QuipuError:
+        console.sessions.close(session.session_id)
+        raise SignInNeeded from None
+    return Operator(session, principal)
+
+
+def authenticate(console: Console, secret: str, tenant: str | None) -> Principal:
+    """The principal of an operator's key: admin or superadmin only (403 otherwise)."""
+    principal = console.access.authenticate(secret, impersonate=tenant, surface="console")
+    if principal.role not in OPERATOR_ROLES:
+        raise Forbidden(
+            "the console is for admin and superadmin keys; agent, user and service keys use "
+            "the API",
+            code="console_forbidden",
+        )
+    return principal
+
+
+async def read_form(request: Request) -> dict[str, list[str]]:
+    """An ``application/x-www-form-urlencoded`` body, bounded; every value valid UTF-8."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != (
+        "application/x-www-form-urlencoded"
+    ):
+        raise InvalidInput("console forms are sent url-encoded", code="invalid_form")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise PayloadTooLarge(f"a console form is at most {MAX_FORM_BYTES} bytes")
+    try:
+        pairs = parse_qsl(
+            body.decode("utf-8"),
+            keep_blank_values=True,
+            max_num_fields=MAX_FORM_FIELDS,
+            encoding="utf-8",
+            errors="strict",
+        )
+    except (UnicodeDecodeError, ValueError):
+        raise InvalidInput("the form is not valid url-encoded UTF-8", code="invalid_form") from None
+    found: dict[str, list[str]] = {}
+    for name, value in pairs:
+        found.setdefault(name, []).append(value)
+    return found
+
+
+def one(form: dict[str, list[str]], name: str) -> str | None:
+    """A form field's value with surrounding whitespace removed; None when absent or blank."""
+    values = form.get(name)
+    if not values:
+        return None
+    value = values[-1].strip()
+    return value or None
+
+
+async def posted(request: Request) -> tuple[Operator, dict[str, list[str]]]:
+    """The operator and the form of a POST, after its CSRF token is checked (403)."""
+    who = operator(request)
+    form = await read_form(request)
+    if not same_token(who.session.csrf, one(form, "csrf")):
+        raise CsrfRefused("the form's CSRF token is missing or wrong: reload the page")
+    return who, form
+
+
+def required(form: dict[str, list[str]], name: str, what: str) -> str:
+    value = one(form, name)
+    if value is None:
+        raise InvalidInput(f"{what} is required", code=f"{name}_required", details={"field": name})
+    return value
+
+
+def render(
+    request: Request,
+    template: str,
+    context: dict[str, Any],
+    *,
+    who: Operator | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    console = console_of(request)
+    notices: list[str] = []
+    if who is not None:
+        notices, who.session.notices = who.session.notices, []
+    page = console.templates.get_template(template).render(
+        base=request.scope.get("root_path", ""),
+        who=who,
+        notices=notices,
+        **context,
+    )
+    return HTMLResponse(page, status_code=status, headers=SECURITY_HEADERS)
+
+
+def back(request: Request, path: str, who: Operator, notice: str) -> RedirectResponse:
+    """Post/redirect/get: the notice is shown once on the page ``path`` (under the console)."""
+    who.session.notices.append(notice)
+    return redirect(request, path)
+
+
+def redirect(request: Request, path: str) -> RedirectResponse:
+    base = request.scope.get("root_path", "")
+    return RedirectResponse(f"{base}{path}", status_code=303, headers=SECURITY_HEADERS)
+
+
+def unauthorised() -> Unauthorized:
+    return Unauthorized("sign in to the console first")
