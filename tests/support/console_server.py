@@ -54,7 +54,7 @@ class ConsoleServer:
         with self.api(who) as client:
             made = client.post("/v1/memories", json={"text": text, **fields})
         assert made.status_code in (200, 201), made.text
-        found: dict[str, Any] = made.json()
+        found: dict[str, Any] = made.json()["memory"]
         return found
 
     def stop(self) -> None:

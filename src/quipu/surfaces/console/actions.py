@@ -71,7 +71,7 @@ def _act(
             done = console.runtime.service.forget(me, ident, reason=why, expected_version=seen)
         return f"Forgotten: version {done.version} is unavailable to every reader."
     if act == "restore":
-        wanted = required(form, "version", "the version to restore")
+        wanted = _version(required(form, "version", "the version to restore"))
         done = gov.restore(me, ident, wanted, reason=why, expected_version=seen)
         return f"Restored version {wanted} as version {done.version}."
     if act == "hold":

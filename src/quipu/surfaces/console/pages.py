@@ -296,7 +296,7 @@ def memory(request: Request, memory_id: str, as_of: str | None = None) -> HTMLRe
         "current": current,
         "shown": shown,
         "as_of": at,
-        "as_of_value": at.strftime("%Y-%m-%dT%H:%M:%S") if at else "",
+        "as_of_value": at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:23] if at else "",
         "rows": rows,
         "quote": _quote(current),
         "holds": holds,
