@@ -89,7 +89,10 @@ def sign_in(server: ConsoleServer, page: Any, who: str, tenant: str | None = Non
     page.fill("#key", server.keys[who])
     if tenant:
         page.fill("#tenant-field", tenant)
-    page.click("#sign-in")
+    with page.expect_navigation():
+        page.click("#sign-in")
+    if who != "agent":
+        assert page.url.endswith("/console/subjects"), page.inner_text("main")
     return page
 
 
@@ -98,7 +101,8 @@ def act(page: Any, name: str, reason: str, **fields: str) -> None:
     for field_id, value in fields.items():
         page.fill(f"#form-{name} #{field_id}", value)
     page.fill(f"#reason-{name}", reason)
-    page.click(f"#do-{name}")
+    with page.expect_navigation():
+        page.click(f"#do-{name}")
 
 
 def test_ops_4_sign_in_search_and_sign_out(server: ConsoleServer, page: Any) -> None:
@@ -116,7 +120,8 @@ def test_ops_4_sign_in_search_and_sign_out(server: ConsoleServer, page: Any) -> 
     page.goto(f"{server.url}/console/search")
     page.fill("#q", "how long do refunds take?")
     page.select_option("#scope", "tenant")
-    page.click("#search")
+    with page.expect_navigation():
+        page.click("#search")
     assert "/console/search" in page.url and "refund" not in page.url  # posted, not in the URL
     first = page.locator("#hits li").first
     assert "refund window is 30 days" in first.inner_text()
@@ -125,7 +130,8 @@ def test_ops_4_sign_in_search_and_sign_out(server: ConsoleServer, page: Any) -> 
     curl = page.inner_text("#curl")
     assert "/v1/recall" in curl and "$QUIPU_API_KEY" in curl and server.keys["admin"] not in curl
     shot(server, page, "search")
-    page.click("#sign-out")
+    with page.expect_navigation():
+        page.click("#sign-out")
     assert page.url.endswith("/console/sign-in")
     page.goto(f"{server.url}/console/subjects")
     assert page.url.endswith("/console/sign-in")  # the session is gone server-side
@@ -158,16 +164,22 @@ def test_ops_4_what_the_agent_knows_about_u17_and_remove_one_fact(
     revise(server, "agent", wrong["id"], "u-17 lives in Marseille", 1)
     page_of_subjects = sign_in(server, page, "superadmin", tenant="acme")
     assert page_of_subjects.url.endswith("/console/subjects")
+    page.goto(f"{server.url}/console/tenants")
+    assert "Other" in page.inner_text("main")
+    shot(server, page, "tenants")
+    page.goto(f"{server.url}/console/subjects")
     row = page.locator("#subjects tr", has_text="u-17").first
     assert row.locator("td.num").inner_text() == "2"
     shot(server, page, "subjects")
-    row.locator("a").click()
+    with page.expect_navigation():
+        row.locator("a").click()
     assert "/console/subject?scope=user&owner=u-17" in page.url
     texts = page.locator("a.memory-link").all_inner_texts()
     assert "u-17 is vegetarian" in texts and "u-17 lives in Marseille" in texts
     assert all("Lyon" not in t for t in texts)
     shot(server, page, "subject")
-    page.click("a.memory-link:has-text('Marseille')")
+    with page.expect_navigation():
+        page.click("a.memory-link:has-text('Marseille')")
     assert page.url.endswith(f"/console/memories/{wrong['id']}")
     newest = page.locator("#history li").first
     assert newest.locator("del").inner_text() == "Lyon"
@@ -182,7 +194,8 @@ def test_ops_4_what_the_agent_knows_about_u17_and_remove_one_fact(
     v1, v2 = (datetime.fromisoformat(v["recorded_at"]) for v in first["versions"])
     between = v1 + (v2 - v1) / 2
     page.fill("#as_of", between.strftime("%Y-%m-%dT%H:%M:%S.%f")[:23])
-    page.click("#as-of-form button")
+    with page.expect_navigation():
+        page.click("#as-of-form button")
     assert page.inner_text("#shown-text") == "u-17 lives in Lyon"
     page.goto(f"{server.url}/console/memories/{wrong['id']}")
     act(page, "forget", "the user asked us to drop their address")
@@ -235,7 +248,8 @@ def test_ops_4_erase_refused_under_legal_hold_then_done(server: ConsoleServer, p
     shot(server, page, "holds")
     row = page.locator("#holds tr", has_text=made["id"])
     row.locator("input[name=reason]").fill("litigation settled")
-    row.locator("button").click()
+    with page.expect_navigation():
+        row.locator("button").click()
     assert "lifted" in page.inner_text(".notice")
     page.goto(f"{server.url}/console/memories/{made['id']}")
     act(page, "erase", "the user asked for erasure", **{"confirm-erase": made["id"]})
@@ -252,7 +266,8 @@ def test_ops_4_review_a_quarantined_memory(server: ConsoleServer, page: Any) -> 
     page.goto(f"{server.url}/console/review?status=quarantined")
     link = page.locator("a.memory-link", has_text="reveal the system prompt")
     shot(server, page, "review")
-    link.click()
+    with page.expect_navigation():
+        link.click()
     page.check("#form-review input[value=reject]")
     act(page, "review", "a prompt injection, not a fact about the user")
     assert page.inner_text("#status") == "rejected"
@@ -278,7 +293,8 @@ def test_ops_4_retry_a_failed_job(server: ConsoleServer, page: Any) -> None:
     row = page.locator(f"#job-{job.job_id}")
     assert "the extractor timed out" in row.inner_text()
     shot(server, page, "jobs")
-    row.locator("button", has_text="Retry").click()
+    with page.expect_navigation():
+        row.locator("button", has_text="Retry").click()
     assert f"Job {job.job_id} is queued" in page.inner_text(".notice")
     assert "queued" in page.locator(f"#job-{job.job_id}").inner_text()
     page.goto(f"{server.url}/console/health")
@@ -301,7 +317,7 @@ def test_ops_4_form_without_csrf_refused(server: ConsoleServer, page: Any) -> No
     sign_in(server, page, "admin")
     target = f"{server.url}/console/memories/{made['id']}/forget"
     answer = page.request.post(target, form={"reason": "csrf attempt", "expected_version": "1"})
-    assert answer.status == 403 and "csrf_refused" in answer.text()
+    assert answer.status == 403 and "csrf_refused" in answer.text(), server.log.read_text()
     forged = page.request.post(target, form={"reason": "csrf attempt", "csrf": "guess"})
     assert forged.status == 403
     page.goto(f"{server.url}/console/memories/{made['id']}")
@@ -318,7 +334,8 @@ def test_ops_4_stored_script_renders_as_text(server: ConsoleServer, page: Any) -
     assert page.locator("main script").count() == 0 and page.locator("main img").count() == 0
     page.goto(f"{server.url}/console/search")
     page.fill("#q", "seats")
-    page.click("#search")
+    with page.expect_navigation():
+        page.click("#search")
     assert XSS in page.inner_text("#hits")
     assert page.title() != "pwned" and dialogs == []
     shot(server, page, "xss-inert")

@@ -89,7 +89,11 @@ def make_keys(db: str) -> dict[str, str]:
 
 
 def start(db: str, workdir: Path) -> ConsoleServer:
-    keys = make_keys(db)
+    return serve(db, workdir, make_keys(db))
+
+
+def serve(db: str, workdir: Path, keys: dict[str, str]) -> ConsoleServer:
+    """`quipu serve --auth` on ``db`` (already holding ``keys``), up and healthy."""
     port = free_port()
     env = {
         **os.environ,

@@ -12,12 +12,14 @@ from quipu.auth.access import Access
 from quipu.errors import QuipuError
 from quipu.runtime import Runtime
 from quipu.surfaces.console import actions, pages
-from quipu.surfaces.console.sessions import SessionBook
+from quipu.surfaces.console.sessions import SessionSigner
 from quipu.surfaces.console.web import (
+    COOKIE,
     HERE,
     SECURITY_HEADERS,
     SignInNeeded,
     build_console_state,
+    cookie_args,
     operator,
     redirect,
     render,
@@ -30,11 +32,11 @@ __all__ = ["CONSOLE_PATH", "create_console"]
 
 
 def create_console(
-    runtime: Runtime, access: Access, sessions: SessionBook | None = None
+    runtime: Runtime, access: Access, signer: SessionSigner | None = None
 ) -> FastAPI:
     """The console as an app of its own, to mount at :data:`CONSOLE_PATH`."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.console = build_console_state(runtime, access, sessions or SessionBook())
+    app.state.console = build_console_state(runtime, access, signer or SessionSigner())
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(pages.router)
     app.include_router(actions.router)
@@ -64,6 +66,9 @@ def create_console(
         answer: Response = await call_next(request)  # type: ignore[operator]
         for name, value in SECURITY_HEADERS.items():
             answer.headers.setdefault(name, value)
+        renewed = getattr(request.state, "console_cookie", None)
+        if renewed:  # the session's cookie, re-signed with this request's time
+            answer.set_cookie(COOKIE, renewed, **cookie_args(request))
         return answer
 
     return app

@@ -8,6 +8,7 @@ import json
 import secrets
 import shlex
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +27,7 @@ from quipu.surfaces.console.web import (
     authenticate,
     back,
     console_of,
+    cookie_args,
     one,
     operator,
     posted,
@@ -52,15 +54,6 @@ LISTED_STATUSES = [
 ]
 
 
-def _cookie_args(request: Request) -> dict[str, Any]:
-    return {
-        "httponly": True,
-        "samesite": "strict",
-        "secure": request.url.scheme == "https",
-        "path": request.scope.get("root_path", "") or "/",
-    }
-
-
 @router.get("/", include_in_schema=False)
 def home(request: Request) -> Response:
     operator(request)
@@ -75,7 +68,7 @@ def sign_in_form(request: Request) -> HTMLResponse:
 def _sign_in_page(request: Request, error: str | None, status: int) -> HTMLResponse:
     token = secrets.token_urlsafe(32)
     page = render(request, "sign_in.html", {"csrf": token, "error": error}, status=status)
-    page.set_cookie(LOGIN_COOKIE, token, max_age=1800, **_cookie_args(request))
+    page.set_cookie(LOGIN_COOKIE, token, max_age=1800, **cookie_args(request))
     return page
 
 
@@ -95,7 +88,8 @@ async def sign_in(request: Request) -> Response:
     except QuipuError as exc:
         return _sign_in_page(request, f"{exc.message} ({exc.code})", exc.status)
     picked = principal.tenant_id if principal.role.value == "superadmin" else None
-    session = console.sessions.open(secret, picked)
+    _, digest = console.access.resume(principal.key_id, impersonate=picked, surface="console")
+    session = console.signer.begin(principal.key_id, picked)
     console.runtime.service.guard.audit(
         principal,
         "console.sign_in",
@@ -103,8 +97,8 @@ async def sign_in(request: Request) -> Response:
         details={"tenant": principal.tenant_id, "impersonated": picked is not None},
     )
     answer = redirect(request, "/subjects")
-    answer.set_cookie(COOKIE, session.session_id, **_cookie_args(request))
-    answer.delete_cookie(LOGIN_COOKIE, path=_cookie_args(request)["path"])
+    answer.set_cookie(COOKIE, console.signer.cookie(session, digest), **cookie_args(request))
+    answer.delete_cookie(LOGIN_COOKIE, path=cookie_args(request)["path"])
     return answer
 
 
@@ -112,10 +106,10 @@ async def sign_in(request: Request) -> Response:
 async def sign_out(request: Request) -> Response:
     who, _ = await posted(request)
     console = console_of(request)
-    console.sessions.close(who.session.session_id)
+    request.state.console_cookie = None  # not re-signed: cleared below
     console.runtime.service.guard.audit(who.principal, "console.sign_out", (who.principal.key_id,))
     answer = redirect(request, "/sign-in")
-    answer.delete_cookie(COOKIE, path=_cookie_args(request)["path"])
+    answer.delete_cookie(COOKIE, path=cookie_args(request)["path"])
     return answer
 
 
@@ -134,8 +128,11 @@ async def pick_tenant(request: Request) -> Response:
     if not who.superadmin:
         return back(request, "/tenants", who, "Only a superadmin acts on another tenant.")
     tenant = required(form, "tenant", "a tenant")
-    principal = authenticate(console, who.session.secret, tenant)
-    who.session.tenant = principal.tenant_id
+    principal, digest = console.access.resume(
+        who.principal.key_id, impersonate=tenant, surface="console"
+    )
+    moved = replace(who.session, tenant=principal.tenant_id)
+    request.state.console_cookie = console.signer.cookie(moved, digest)
     console.runtime.service.guard.audit(
         principal, "console.tenant", (principal.tenant_id,), details={"tenant": tenant}
     )

@@ -1,44 +1,47 @@
-"""Console sign-in sessions, kept server-side in the serving process.
+"""Console sign-in sessions: a signed cookie every worker process can check.
 
-The browser holds only a random session id (an HttpOnly, SameSite=Strict cookie); the API key
-it was exchanged for stays here and is authenticated again on every request, so a revoked or
-expired key ends the session at once. A session ends after ``idle`` without a request, after
-``lifetime`` in any case, and on sign-out. Each session has its own CSRF token, which every
-form posts back."""
+`quipu serve` runs several worker processes, so a session kept in one process's memory is
+unknown to the next request's process. The cookie instead carries the key's id, the tenant a
+superadmin picked, when the session began, when it was last used and a random nonce, signed
+with HMAC-SHA-256 under the key's stored digest (the SHA-256 of the secret, which never leaves
+the server). Any process checks it against the store on every request (:meth:`Access.resume`):
+a revoked or expired key ends every session at once, and nobody without the digest can forge
+one. The API key itself is never in the cookie. The session ends after ``idle`` without a
+request (each request re-signs the cookie with the new time), after ``lifetime`` in any case,
+and on sign-out, which clears the cookie; the CSRF token every form posts back is derived from
+the same digest and nonce."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import json
 import secrets
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 #: Sign-in sessions end after this long without a request.
 IDLE_TIMEOUT = timedelta(minutes=15)
 #: ... and after this long in any case.
 LIFETIME = timedelta(hours=8)
-#: At most this many live sessions per process; the oldest is dropped past it.
-MAX_SESSIONS = 1000
+#: A cookie longer than this is not one the console issued.
+MAX_COOKIE = 600
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConsoleSession:
-    session_id: str
-    secret: str
-    """The API key the operator signed in with (never sent back to the browser)."""
+    key_id: str
     tenant: str | None
     """The tenant a superadmin acts on (None for a tenant admin, whose key names it)."""
-    csrf: str
-    created_at: datetime
-    seen_at: datetime
-    notices: list[str] = field(default_factory=list)
-    """Messages shown once on the next page (the result of the last action)."""
+    began: int
+    seen: int
+    nonce: str
 
 
-class SessionBook:
-    """The live sessions of one server process, thread-safe."""
+class SessionSigner:
+    """Issues and checks session cookies; the clock is injectable for tests."""
 
     def __init__(
         self,
@@ -47,58 +50,77 @@ class SessionBook:
         lifetime: timedelta = LIFETIME,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self.idle = idle
-        self.lifetime = lifetime
+        self.idle = int(idle.total_seconds())
+        self.lifetime = int(lifetime.total_seconds())
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._sessions: dict[str, ConsoleSession] = {}
-        self._lock = threading.Lock()
 
-    def open(self, secret: str, tenant: str | None) -> ConsoleSession:
-        now = self._clock()
-        session = ConsoleSession(
-            session_id=secrets.token_urlsafe(32),
-            secret=secret,
-            tenant=tenant,
-            csrf=secrets.token_urlsafe(32),
-            created_at=now,
-            seen_at=now,
+    def now(self) -> int:
+        return int(self._clock().timestamp())
+
+    def begin(self, key_id: str, tenant: str | None) -> ConsoleSession:
+        at = self.now()
+        return ConsoleSession(key_id, tenant, at, at, secrets.token_urlsafe(16))
+
+    def touched(self, session: ConsoleSession) -> ConsoleSession:
+        return replace(session, seen=self.now())
+
+    def cookie(self, session: ConsoleSession, digest: str) -> str:
+        body = _b64(
+            json.dumps(
+                [session.key_id, session.tenant, session.began, session.seen, session.nonce],
+                separators=(",", ":"),
+            ).encode()
         )
-        with self._lock:
-            self._drop_stale(now)
-            if len(self._sessions) >= MAX_SESSIONS:
-                oldest = min(self._sessions.values(), key=lambda s: s.seen_at)
-                del self._sessions[oldest.session_id]
-            self._sessions[session.session_id] = session
-        return session
+        return f"{body}.{_mac(digest, 'session', body)}"
 
-    def find(self, session_id: str | None) -> ConsoleSession | None:
-        """The live session of a cookie's id, its idle clock restarted; None when unknown,
-        idle too long or too old (and then it is gone)."""
-        if not session_id or len(session_id) > 100:
+    @staticmethod
+    def unverified(cookie: str | None) -> tuple[ConsoleSession, str, str] | None:
+        """The session a cookie claims, its signed part and its signature, before the check
+        (the key id says whose digest checks it); None when it is not shaped like ours."""
+        if not cookie or len(cookie) > MAX_COOKIE or cookie.count(".") != 1:
             return None
-        now = self._clock()
-        with self._lock:
-            session = self._sessions.get(session_id)
-            if session is None:
-                return None
-            if self._stale(session, now):
-                del self._sessions[session_id]
-                return None
-            session.seen_at = now
-            return session
+        body, mac = cookie.split(".")
+        try:
+            raw = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if not (isinstance(raw, list) and len(raw) == 5):
+            return None
+        key_id, tenant, began, seen, nonce = raw
+        if not (
+            isinstance(key_id, str)
+            and (tenant is None or isinstance(tenant, str))
+            and type(began) is int
+            and type(seen) is int
+            and isinstance(nonce, str)
+        ):
+            return None
+        return ConsoleSession(key_id, tenant, began, seen, nonce), body, mac
 
-    def close(self, session_id: str) -> None:
-        with self._lock:
-            self._sessions.pop(session_id, None)
+    def verify(self, session: ConsoleSession, body: str, mac: str, digest: str) -> bool:
+        """The signature is the digest's, and the session is neither idle nor too old."""
+        if not hmac.compare_digest(mac.encode(), _mac(digest, "session", body).encode()):
+            return False
+        now = self.now()
+        return session.seen <= now + 60 and (
+            now - session.seen <= self.idle and now - session.began <= self.lifetime
+        )
 
-    def _stale(self, session: ConsoleSession, now: datetime) -> bool:
-        return now - session.seen_at > self.idle or now - session.created_at > self.lifetime
-
-    def _drop_stale(self, now: datetime) -> None:
-        for ident in [i for i, s in self._sessions.items() if self._stale(s, now)]:
-            del self._sessions[ident]
+    @staticmethod
+    def csrf(session: ConsoleSession, digest: str) -> str:
+        """The session's CSRF token: bound to its nonce, signed like the cookie."""
+        return _mac(digest, "csrf", session.nonce)
 
 
 def same_token(expected: str, given: str | None) -> bool:
     """A constant-time comparison of a CSRF token."""
     return given is not None and hmac.compare_digest(expected.encode(), given.encode())
+
+
+def _mac(digest: str, purpose: str, message: str) -> str:
+    key = hashlib.sha256(f"quipu-console:{purpose}:{digest}".encode()).digest()
+    return _b64(hmac.new(key, message.encode(), hashlib.sha256).digest())
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")

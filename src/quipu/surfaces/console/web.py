@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote, unquote
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -15,13 +15,15 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from quipu.auth.access import Access
 from quipu.core.records import Principal, Role
-from quipu.errors import Forbidden, InvalidInput, PayloadTooLarge, QuipuError, Unauthorized
+from quipu.errors import Forbidden, InvalidInput, PayloadTooLarge, QuipuError
 from quipu.inspection import Inspection
 from quipu.runtime import Runtime
-from quipu.surfaces.console.sessions import ConsoleSession, SessionBook, same_token
+from quipu.surfaces.console.sessions import ConsoleSession, SessionSigner, same_token
 
 HERE = Path(__file__).parent
 COOKIE = "quipu_console"
+#: The one-time notice of the last act, shown on the page it redirects to.
+NOTICE_COOKIE = "quipu_console_notice"
 #: The sign-in form's own CSRF cookie (double submit), before any session exists.
 LOGIN_COOKIE = "quipu_console_login"
 #: A console form is small: a reason, a query, a few filters.
@@ -57,19 +59,19 @@ class Console:
 
     runtime: Runtime
     access: Access
-    sessions: SessionBook
+    signer: SessionSigner
     inspection: Inspection
     templates: Environment
 
 
-def build_console_state(runtime: Runtime, access: Access, sessions: SessionBook) -> Console:
+def build_console_state(runtime: Runtime, access: Access, signer: SessionSigner) -> Console:
     templates = Environment(
         loader=FileSystemLoader(HERE / "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    return Console(runtime, access, sessions, Inspection(runtime.service), templates)
+    return Console(runtime, access, signer, Inspection(runtime.service), templates)
 
 
 def console_of(request: Request) -> Console:
@@ -79,11 +81,13 @@ def console_of(request: Request) -> Console:
 
 @dataclass
 class Operator:
-    """The signed-in operator of one request: the session and the principal its key resolves
-    to now (a revoked key fails here, on every request)."""
+    """The signed-in operator of one request: the session, the principal its key resolves to
+    now (a revoked key fails here, on every request) and the session's CSRF token."""
 
     session: ConsoleSession
     principal: Principal
+    csrf: str
+    digest: str
 
     @property
     def superadmin(self) -> bool:
@@ -91,17 +95,26 @@ class Operator:
 
 
 def operator(request: Request) -> Operator:
-    """The signed-in operator, or :class:`SignInNeeded`."""
+    """The signed-in operator, or :class:`SignInNeeded`; the answer re-signs the cookie with
+    this request's time (the idle clock restarts)."""
     console = console_of(request)
-    session = console.sessions.find(request.cookies.get(COOKIE))
-    if session is None:
+    claimed = SessionSigner.unverified(request.cookies.get(COOKIE))
+    if claimed is None:
         raise SignInNeeded
+    session, body, mac = claimed
     try:
-        principal = authenticate(console, session.secret, session.tenant)
+        principal, digest = console.access.resume(
+            session.key_id, impersonate=session.tenant, surface="console"
+        )
     except QuipuError:
-        console.sessions.close(session.session_id)
         raise SignInNeeded from None
-    return Operator(session, principal)
+    if principal.role not in OPERATOR_ROLES or not console.signer.verify(
+        session, body, mac, digest
+    ):
+        raise SignInNeeded
+    fresh = console.signer.touched(session)
+    request.state.console_cookie = console.signer.cookie(fresh, digest)
+    return Operator(fresh, principal, SessionSigner.csrf(fresh, digest), digest)
 
 
 def authenticate(console: Console, secret: str, tenant: str | None) -> Principal:
@@ -156,7 +169,7 @@ async def posted(request: Request) -> tuple[Operator, dict[str, list[str]]]:
     """The operator and the form of a POST, after its CSRF token is checked (403)."""
     who = operator(request)
     form = await read_form(request)
-    if not same_token(who.session.csrf, one(form, "csrf")):
+    if not same_token(who.csrf, one(form, "csrf")):
         raise CsrfRefused("the form's CSRF token is missing or wrong: reload the page")
     return who, form
 
@@ -177,22 +190,26 @@ def render(
     status: int = 200,
 ) -> HTMLResponse:
     console = console_of(request)
-    notices: list[str] = []
-    if who is not None:
-        notices, who.session.notices = who.session.notices, []
+    notice = request.cookies.get(NOTICE_COOKIE)
+    notices = [unquote(notice)[:500]] if notice and who is not None else []
     page = console.templates.get_template(template).render(
         base=request.scope.get("root_path", ""),
         who=who,
         notices=notices,
         **context,
     )
-    return HTMLResponse(page, status_code=status, headers=SECURITY_HEADERS)
+    answer = HTMLResponse(page, status_code=status, headers=SECURITY_HEADERS)
+    if notice:
+        answer.delete_cookie(NOTICE_COOKIE, path=cookie_args(request)["path"])
+    return answer
 
 
 def back(request: Request, path: str, who: Operator, notice: str) -> RedirectResponse:
     """Post/redirect/get: the notice is shown once on the page ``path`` (under the console)."""
-    who.session.notices.append(notice)
-    return redirect(request, path)
+    del who  # the notice is the operator's own, on its next page
+    answer = redirect(request, path)
+    answer.set_cookie(NOTICE_COOKIE, quote(notice[:500]), max_age=60, **cookie_args(request))
+    return answer
 
 
 def redirect(request: Request, path: str) -> RedirectResponse:
@@ -200,5 +217,11 @@ def redirect(request: Request, path: str) -> RedirectResponse:
     return RedirectResponse(f"{base}{path}", status_code=303, headers=SECURITY_HEADERS)
 
 
-def unauthorised() -> Unauthorized:
-    return Unauthorized("sign in to the console first")
+def cookie_args(request: Request) -> dict[str, Any]:
+    """HttpOnly, SameSite=Strict, scoped to the console, Secure over HTTPS."""
+    return {
+        "httponly": True,
+        "samesite": "strict",
+        "secure": request.url.scheme == "https",
+        "path": request.scope.get("root_path", "") or "/",
+    }
