@@ -30,12 +30,13 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.console_server import ConsoleServer, open_store  # noqa: E402
+
 from quipu.auth.access import Access  # noqa: E402
 from quipu.core.records import Principal, Role  # noqa: E402
 from quipu.embeddings.local import LocalEmbedder  # noqa: E402
 from quipu.evals.perf import machine, percentiles, synthetic_rows  # noqa: E402
 from quipu.memories import MemoryService  # noqa: E402
-from tests.support.console_server import ConsoleServer, open_store  # noqa: E402
 
 OWNER = "support-bot"
 
@@ -47,6 +48,8 @@ def seed(db: str, rows: int) -> dict[str, str]:
         access = Access(store)
         access.create_tenant("acme")
         _, superadmin = access.create_key("acme", "superadmin", name="bench")
+        # An admin key bound to the subject's agent id: its agent scope is the 10,000 rows.
+        _, admin = access.create_key("acme", "admin", name="bench", agent_id=OWNER)
         embedder = LocalEmbedder()
         service = MemoryService(store, embedder)  # pins the bundled model's id and dimension
         loader = Principal("acme", "bench", Role.ADMIN, surface="bench")
@@ -66,18 +69,19 @@ def seed(db: str, rows: int) -> dict[str, str]:
         if batch:
             service.import_(loader, iter(batch))
         service.close()
-        return {"superadmin": superadmin}
+        return {"superadmin": superadmin, "admin": admin}
     finally:
         store.close()
 
 
-def signed_in(url: str, secret: str) -> tuple[httpx.Client, str]:
+def signed_in(url: str, secret: str, tenant: str | None = None) -> tuple[httpx.Client, str]:
     client = httpx.Client(base_url=url, timeout=60)
     form = client.get("/console/sign-in")
     token = re.search(r'name="csrf" value="([^"]+)"', form.text)
     assert token is not None
     done = client.post(
-        "/console/sign-in", data={"csrf": token.group(1), "key": secret, "tenant": "acme"}
+        "/console/sign-in",
+        data={"csrf": token.group(1), "key": secret, **({"tenant": tenant} if tenant else {})},
     )
     assert done.status_code == 303, done.text
     page = client.get("/console/search")
@@ -118,7 +122,7 @@ def main() -> None:
 
     server: ConsoleServer = serve(db, work, keys)
     try:
-        client, csrf = signed_in(server.url, keys["superadmin"])
+        client, _ = signed_in(server.url, keys["superadmin"], "acme")
         subject = client.get("/console/subject", params={"scope": "agent", "owner": OWNER})
         memory_id = re.search(r'/console/memories/([0-9a-f]{32})"', subject.text)
         assert memory_id is not None
@@ -134,17 +138,22 @@ def main() -> None:
             "health": lambda c: c.get("/console/health"),
         }
         results = {name: timed(client, args.requests, call) for name, call in pages.items()}
-        # A search as the superadmin's own agent scope holds nothing; the tenant scope neither:
-        # it measures the page and the recall pipeline's fixed costs (embedding the query).
+        client.close()
+        # Search as the admin key bound to the subject's agent: recall over its 10,000 rows.
+        searcher, csrf = signed_in(server.url, keys["admin"])
         results["search_post"] = timed(
-            client,
+            searcher,
             args.requests,
             lambda c: c.post(
                 "/console/search",
-                data={"csrf": csrf, "q": "where does Dana sit?", "scope": "tenant"},
+                data={"csrf": csrf, "q": "where does Dana sit?", "scope": "agent", "k": "10"},
             ),
         )
-        client.close()
+        hits = searcher.post(
+            "/console/search", data={"csrf": csrf, "q": "where does Dana sit?", "scope": "agent"}
+        )
+        assert hits.text.count('class="memory-link"') == 10, "the search found no rows"
+        searcher.close()
     finally:
         server.stop()
         if schema is not None:
