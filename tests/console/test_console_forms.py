@@ -183,3 +183,21 @@ def test_ops_4_history_diff_is_word_by_word() -> None:
         Segment("added", "Marseille"),
     ]
     assert word_diff("", "new") == [Segment("added", "new")]
+
+
+def test_ops_4_resume_names_live_keys_only(site: Site) -> None:
+    """A console cookie names a key by id; a run token, a revoked key or an unknown id never
+    resumes a session (Access.resume)."""
+    from quipu.errors import Unauthorized
+
+    service = site.access.authenticate(site.keys["service"], surface="http")
+    token, _ = site.access.mint_run_token(service, "bot", "u-1")
+    for key_id in (token.key_id, "nope", ""):
+        with pytest.raises(Unauthorized):
+            site.access.resume(key_id)
+    admin_id = site.keys["admin"].split("_")[1]
+    principal, digest = site.access.resume(admin_id)
+    assert principal.key_id == admin_id and principal.surface == "console" and len(digest) >= 32
+    site.access.revoke_key("t", admin_id)
+    with pytest.raises(Unauthorized):
+        site.access.resume(admin_id)
