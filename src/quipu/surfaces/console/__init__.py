@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 
 from quipu.auth.access import Access
 from quipu.errors import QuipuError
@@ -55,7 +56,7 @@ def create_console(
     @app.exception_handler(QuipuError)
     async def refused(request: Request, exc: QuipuError) -> HTMLResponse:
         try:
-            who = operator(request)
+            who = await run_in_threadpool(operator, request)
         except SignInNeeded:
             who = None
         context = {"status": exc.status, "code": exc.code, "message": exc.message}

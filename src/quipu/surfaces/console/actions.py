@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from quipu.core import validate
 from quipu.core.auth import AuditEvent
@@ -42,7 +43,7 @@ async def memory_act(request: Request, memory_id: str, act: str) -> Response:
     ident = validate.identifier(memory_id, field="id")
     why = required(form, "reason", "a reason")
     seen = _version(one(form, "expected_version"))
-    notice = _act(request, who, ident, act, why, seen, form)
+    notice = await run_in_threadpool(_act, request, who, ident, act, why, seen, form)
     return back(request, f"/memories/{ident}", who, notice)
 
 
@@ -104,9 +105,8 @@ def _version(value: str | None) -> int | None:
 async def release_hold(request: Request, hold_id: str) -> Response:
     who, form = await posted(request)
     why = required(form, "reason", "a reason")
-    released = console_of(request).runtime.governance.release_hold(
-        who.principal, hold_id, reason=why
-    )
+    gov = console_of(request).runtime.governance
+    released = await run_in_threadpool(lambda: gov.release_hold(who.principal, hold_id, reason=why))
     return back(request, "/holds", who, f"Hold {released.hold_id} lifted.")
 
 
@@ -142,12 +142,10 @@ def jobs(request: Request, status: str | None = None) -> HTMLResponse:
 async def job_act(request: Request, job_id: str, act: str) -> Response:
     who, _ = await posted(request)
     gov = console_of(request).runtime.governance
-    if act == "retry":
-        job = gov.job_retry(who.principal, job_id)
-    elif act == "cancel":
-        job = gov.job_cancel(who.principal, job_id)
-    else:
+    if act not in ("retry", "cancel"):
         raise InvalidInput(f"unknown act {act!r}", code="invalid_act")
+    run = gov.job_retry if act == "retry" else gov.job_cancel
+    job = await run_in_threadpool(run, who.principal, job_id)
     return back(request, "/jobs", who, f"Job {job.job_id} is {job.status.value}.")
 
 

@@ -14,16 +14,19 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
-from quipu.core.records import Kind, Scope, Status
+from quipu.core.records import Kind, Principal, Scope, Status
 from quipu.errors import InvalidInput, QuipuError
 from quipu.surfaces.console.diff import changed_fields, version_at, word_diff
 from quipu.surfaces.console.sessions import same_token
 from quipu.surfaces.console.web import (
     COOKIE,
     LOGIN_COOKIE,
+    Console,
+    Operator,
     authenticate,
     back,
     console_of,
@@ -84,9 +87,18 @@ async def sign_in(request: Request) -> Response:
     if secret is None:
         return _sign_in_page(request, "Paste an admin or superadmin API key.", 422)
     try:
-        principal = authenticate(console, secret, tenant)
+        cookie = await run_in_threadpool(_open_session, console, secret, tenant)
     except QuipuError as exc:
         return _sign_in_page(request, f"{exc.message} ({exc.code})", exc.status)
+    answer = redirect(request, "/subjects")
+    answer.set_cookie(COOKIE, cookie, **cookie_args(request))
+    answer.delete_cookie(LOGIN_COOKIE, path=cookie_args(request)["path"])
+    return answer
+
+
+def _open_session(console: Console, secret: str, tenant: str | None) -> str:
+    """Check an operator's key; the signed cookie of its new session (audited)."""
+    principal = authenticate(console, secret, tenant)
     picked = principal.tenant_id if principal.role.value == "superadmin" else None
     _, digest = console.access.resume(principal.key_id, impersonate=picked, surface="console")
     session = console.signer.begin(principal.key_id, picked)
@@ -96,10 +108,7 @@ async def sign_in(request: Request) -> Response:
         (principal.key_id,),
         details={"tenant": principal.tenant_id, "impersonated": picked is not None},
     )
-    answer = redirect(request, "/subjects")
-    answer.set_cookie(COOKIE, console.signer.cookie(session, digest), **cookie_args(request))
-    answer.delete_cookie(LOGIN_COOKIE, path=cookie_args(request)["path"])
-    return answer
+    return console.signer.cookie(session, digest)
 
 
 @router.post("/sign-out", include_in_schema=False)
@@ -107,7 +116,12 @@ async def sign_out(request: Request) -> Response:
     who, _ = await posted(request)
     console = console_of(request)
     request.state.console_cookie = None  # not re-signed: cleared below
-    console.runtime.service.guard.audit(who.principal, "console.sign_out", (who.principal.key_id,))
+    await run_in_threadpool(
+        console.runtime.service.guard.audit,
+        who.principal,
+        "console.sign_out",
+        (who.principal.key_id,),
+    )
     answer = redirect(request, "/sign-in")
     answer.delete_cookie(COOKIE, path=cookie_args(request)["path"])
     return answer
@@ -128,15 +142,20 @@ async def pick_tenant(request: Request) -> Response:
     if not who.superadmin:
         return back(request, "/tenants", who, "Only a superadmin acts on another tenant.")
     tenant = required(form, "tenant", "a tenant")
+    principal, cookie = await run_in_threadpool(_switch_tenant, console, who, tenant)
+    request.state.console_cookie = cookie
+    return back(request, "/subjects", who, f"Now acting on tenant {principal.tenant_id}.")
+
+
+def _switch_tenant(console: Console, who: Operator, tenant: str) -> tuple[Principal, str]:
     principal, digest = console.access.resume(
         who.principal.key_id, impersonate=tenant, surface="console"
     )
     moved = replace(who.session, tenant=principal.tenant_id)
-    request.state.console_cookie = console.signer.cookie(moved, digest)
     console.runtime.service.guard.audit(
         principal, "console.tenant", (principal.tenant_id,), details={"tenant": tenant}
     )
-    return back(request, "/subjects", who, f"Now acting on tenant {principal.tenant_id}.")
+    return principal, console.signer.cookie(moved, digest)
 
 
 @router.get("/subjects", include_in_schema=False)
@@ -209,7 +228,9 @@ async def search(request: Request) -> HTMLResponse:
     k = one(form, "k")
     size = None if k is None else validate.bounded_int(_int(k), field="k", low=1, high=100)
     service = console_of(request).runtime.service
-    result = service.recall(who.principal, query, scope=scope, k=size, **filters)
+    result = await run_in_threadpool(
+        lambda: service.recall(who.principal, query, scope=scope, k=size, **filters)
+    )
     curl = _curl(
         request, who.principal.tenant_id if who.superadmin else None, query, scope, size, filters
     )

@@ -12,6 +12,7 @@ from urllib.parse import parse_qsl, quote, unquote
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
 
 from quipu.auth.access import Access
 from quipu.core.records import Principal, Role
@@ -166,8 +167,9 @@ def one(form: dict[str, list[str]], name: str) -> str | None:
 
 
 async def posted(request: Request) -> tuple[Operator, dict[str, list[str]]]:
-    """The operator and the form of a POST, after its CSRF token is checked (403)."""
-    who = operator(request)
+    """The operator and the form of a POST, after its CSRF token is checked (403). The key's
+    check reads the store, so it runs on the worker pool, not the event loop."""
+    who = await run_in_threadpool(operator, request)
     form = await read_form(request)
     if not same_token(who.csrf, one(form, "csrf")):
         raise CsrfRefused("the form's CSRF token is missing or wrong: reload the page")
