@@ -38,8 +38,10 @@ unit: $(STAMP)
 
 # The suite runs on SQLite, the throwaway PostgreSQL and a three-node Citus cluster (built from
 # source the first time, 4-7 min on 2 cores, needs root and apt: docs/scale-out.md, "Testing"),
-# which is built and started while the venv is made and lint and mypy run.
+# which is built and started while the venv is made and lint and mypy run. The console's browser
+# tests need Debian's Chromium: installed first when missing (docs/testing-browser.md).
 test:
+	bash scripts/ensure-chromium.sh
 	bash scripts/with-citus.sh --meanwhile '$(MAKE) --no-print-directory lint typecheck' \
 		bash scripts/with-testdb.sh $(BIN)/pytest -q
 

@@ -188,6 +188,27 @@ class Access:
                 raise Unauthorized("the key that minted this token is gone")
             self._check_live(parent[0], now)
         self._touch(credential.key_id, now)
+        return self._principal(credential, impersonate, surface)
+
+    def resume(
+        self, key_id: str, *, impersonate: str | None = None, surface: str = "console"
+    ) -> tuple[Principal, str]:
+        """The principal of a live key named by its id, with the key's stored digest, for a
+        session a surface issued after :meth:`authenticate` saw the secret and signed with
+        that digest (the console's cookie): 401 when the key is gone, revoked or expired.
+        Run tokens are never resumed."""
+        found = self.store.find_credential(key_id)
+        if found is None or found[0].kind != "key":
+            raise Unauthorized("unknown credential")
+        credential, digest = found
+        now = self._clock()
+        self._check_live(credential, now)
+        self._touch(credential.key_id, now)
+        return self._principal(credential, impersonate, surface), digest
+
+    def _principal(
+        self, credential: Credential, impersonate: str | None, surface: str
+    ) -> Principal:
         tenant_id = credential.tenant_id
         if credential.role is Role.SUPERADMIN:
             if not impersonate:

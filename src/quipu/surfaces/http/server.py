@@ -21,6 +21,7 @@ from quipu.embeddings.base import Embedder
 from quipu.extraction.base import Extractor
 from quipu.runtime import Runtime
 from quipu.settings import Settings
+from quipu.surfaces.console import CONSOLE_PATH, create_console
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import bearer_resolver, local_resolver
 from quipu.surfaces.http.logs import configure_logging
@@ -86,6 +87,7 @@ def build_server(
         sessions=runtime.sessions,
         governance=runtime.governance,
     )
+    app.mount(CONSOLE_PATH, create_console(runtime, access))  # the operator console (OPS-4)
     return app, runtime
 
 

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Console page load times for one subject holding 10,000 memories (issue 29), printed as JSON.
+
+    python scripts/bench_console.py [--rows 10000] [--requests 200] [--database PATH|URL]
+
+Builds a store (a SQLite file in a temporary folder by default, or a fresh schema of the
+PostgreSQL at ``--database``) with tenant ``acme``, a superadmin key and ``--rows`` memories of
+agent ``support-bot`` (imported with vectors of the bundled model's shape), starts a real
+`quipu serve --auth` on it, signs in to the console over HTTP like a browser (CSRF cookie, form
+post, session cookie) and times ``--requests`` sequential loads of each page: the subjects list,
+the subject's first page, a memory's page, the review queue, the audit log, jobs, health, and
+a search (a POST). Times are whole requests measured by the client: server render plus loopback
+HTTP. Nothing is asserted; the numbers are for docs/console.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.console_server import ConsoleServer, open_store  # noqa: E402
+
+from quipu.auth.access import Access  # noqa: E402
+from quipu.core.records import Principal, Role  # noqa: E402
+from quipu.embeddings.local import LocalEmbedder  # noqa: E402
+from quipu.evals.perf import machine, percentiles, synthetic_rows  # noqa: E402
+from quipu.memories import MemoryService  # noqa: E402
+
+OWNER = "support-bot"
+
+
+def seed(db: str, rows: int) -> dict[str, str]:
+    """Tenant, keys and ``rows`` memories of one agent subject; returns the secrets."""
+    store = open_store(db)
+    try:
+        access = Access(store)
+        access.create_tenant("acme")
+        _, superadmin = access.create_key("acme", "superadmin", name="bench")
+        # An admin key bound to the subject's agent id: its agent scope is the 10,000 rows.
+        _, admin = access.create_key("acme", "admin", name="bench", agent_id=OWNER)
+        embedder = LocalEmbedder()
+        service = MemoryService(store, embedder)  # pins the bundled model's id and dimension
+        loader = Principal("acme", "bench", Role.ADMIN, surface="bench")
+
+        class Shell:  # what synthetic_rows reads of an embedded client
+            def __init__(self) -> None:
+                self.service = service
+                self.principal = loader
+
+        made = synthetic_rows(Shell(), rows, [OWNER], tenant_id="acme")  # type: ignore[arg-type]
+        batch: list[Any] = []
+        for row in made:
+            batch.append(row)
+            if len(batch) == 2000:
+                service.import_(loader, iter(batch))
+                batch = []
+        if batch:
+            service.import_(loader, iter(batch))
+        service.close()
+        return {"superadmin": superadmin, "admin": admin}
+    finally:
+        store.close()
+
+
+def signed_in(url: str, secret: str, tenant: str | None = None) -> tuple[httpx.Client, str]:
+    client = httpx.Client(base_url=url, timeout=60)
+    form = client.get("/console/sign-in")
+    token = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert token is not None
+    done = client.post(
+        "/console/sign-in",
+        data={"csrf": token.group(1), "key": secret, **({"tenant": tenant} if tenant else {})},
+    )
+    assert done.status_code == 303, done.text
+    page = client.get("/console/search")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert csrf is not None
+    return client, csrf.group(1)
+
+
+def timed(client: httpx.Client, requests: int, call: Any) -> dict[str, float]:
+    call(client)  # warm
+    spent = []
+    for _ in range(requests):
+        mark = time.perf_counter()
+        answer = call(client)
+        spent.append((time.perf_counter() - mark) * 1000)
+        assert answer.status_code == 200, answer.text[:500]
+    return {name: round(value, 2) for name, value in percentiles(spent).items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--database", default=None, help="a SQLite path or a PostgreSQL URL")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="quipu-console-bench-"))
+    schema = None
+    db = args.database or str(work / "console.db")
+    if db.startswith(("postgresql://", "postgres://")):
+        from tests.support.pg import new_schema, schema_url
+
+        schema = new_schema(db, f"console_bench_{uuid.uuid4().hex[:8]}")
+        base_url, db = db, schema_url(db, schema)
+    mark = time.perf_counter()
+    keys = seed(db, args.rows)
+    seeded = time.perf_counter() - mark
+    from tests.support.console_server import serve
+
+    server: ConsoleServer = serve(db, work, keys)
+    try:
+        client, _ = signed_in(server.url, keys["superadmin"], "acme")
+        subject = client.get("/console/subject", params={"scope": "agent", "owner": OWNER})
+        memory_id = re.search(r'/console/memories/([0-9a-f]{32})"', subject.text)
+        assert memory_id is not None
+        pages = {
+            "subjects": lambda c: c.get("/console/subjects"),
+            "subject_first_page": lambda c: c.get(
+                "/console/subject", params={"scope": "agent", "owner": OWNER}
+            ),
+            "memory": lambda c: c.get(f"/console/memories/{memory_id.group(1)}"),
+            "review_queue": lambda c: c.get("/console/review"),
+            "audit": lambda c: c.get("/console/audit"),
+            "jobs": lambda c: c.get("/console/jobs"),
+            "health": lambda c: c.get("/console/health"),
+        }
+        results = {name: timed(client, args.requests, call) for name, call in pages.items()}
+        client.close()
+        # Search as the admin key bound to the subject's agent: recall over its 10,000 rows.
+        searcher, csrf = signed_in(server.url, keys["admin"])
+        results["search_post"] = timed(
+            searcher,
+            args.requests,
+            lambda c: c.post(
+                "/console/search",
+                data={"csrf": csrf, "q": "where does Dana sit?", "scope": "agent", "k": "10"},
+            ),
+        )
+        hits = searcher.post(
+            "/console/search", data={"csrf": csrf, "q": "where does Dana sit?", "scope": "agent"}
+        )
+        assert hits.text.count('class="memory-link"') == 10, "the search found no rows"
+        searcher.close()
+    finally:
+        server.stop()
+        if schema is not None:
+            from tests.support.pg import drop_schema
+
+            drop_schema(base_url, schema)
+    report = {
+        "rows_in_subject": args.rows,
+        "requests_per_page": args.requests,
+        "backend": "postgres" if schema else "sqlite",
+        "seed_seconds": round(seeded, 1),
+        "page_ms": results,
+        "machine": machine(),
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

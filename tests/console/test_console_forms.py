@@ -1,0 +1,203 @@
+"""The console's sessions and forms without a browser (issue 29, OPS-4): hostile form bodies
+answer a clear 4xx page, never a 500; a revoked key ends its session; a superadmin's tenant
+pick is audited; sessions end when idle or old; the diff of the memory page."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from quipu.auth.access import Access
+from quipu.composition import load_settings
+from quipu.embeddings.openai_compat import OpenAICompatEmbedder
+from quipu.runtime import Runtime
+from quipu.surfaces.console.diff import Segment, word_diff
+from quipu.surfaces.console.sessions import SessionSigner
+from quipu.surfaces.http.server import build_server
+
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+
+
+@dataclass
+class Site:
+    client: TestClient
+    access: Access
+    runtime: Runtime
+    keys: dict[str, str]
+
+    def sign_in(self, who: str, tenant: str | None = None) -> str:
+        """Sign in; the session's CSRF token."""
+        form = self.client.get("/console/sign-in")
+        token = _csrf(form.text)
+        data = {"csrf": token, "key": self.keys[who], **({"tenant": tenant} if tenant else {})}
+        done = self.client.post("/console/sign-in", data=data, follow_redirects=False)
+        assert done.status_code == 303, done.text
+        return _csrf(self.client.get("/console/search").text)
+
+
+def _csrf(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found is not None, page
+    return found.group(1)
+
+
+@pytest.fixture
+def site(tmp_path: Path, remote_embedder: OpenAICompatEmbedder) -> Iterator[Site]:
+    settings = load_settings({"database": str(tmp_path / "c.db"), "auth": True}, environ={})
+    app, runtime = build_server(settings, remote_embedder)
+    access: Access = app.state.access
+    access.create_tenant("t")
+    access.create_tenant("u")
+    keys = {}
+    _, keys["admin"] = access.create_key("t", "admin")
+    _, keys["root"] = access.create_key("t", "superadmin")
+    _, keys["service"] = access.create_key("t", "service")
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield Site(client, access, runtime, keys)
+    runtime.close()
+
+
+def test_ops_4_hostile_forms_answer_4xx_pages(site: Site) -> None:
+    csrf = site.sign_in("admin")
+    c = site.client
+    made = site.runtime.service.remember(
+        site.access.authenticate(site.keys["admin"], surface="http"), "A fact", scope="tenant"
+    ).memory
+    act = f"/console/memories/{made.id}/forget"
+    cases = [
+        (f"csrf={csrf}&reason=a%00b", 422, "invalid_text"),  # NUL
+        (f"csrf={csrf}&reason=%ED%A0%80", 422, "invalid_form"),  # a lone surrogate, encoded
+        (f"csrf={csrf}&reason=%FF%FE", 422, "invalid_form"),  # not UTF-8
+        (f"csrf={csrf}&reason=", 422, "reason_required"),
+        (f"csrf={csrf}&reason={'x' * 1001}", 422, "invalid_reason"),
+        (f"csrf={csrf}&reason=ok&expected_version=99999999999", 422, "invalid_argument"),
+        (f"csrf={csrf}&reason=ok&expected_version=-1", 422, "invalid_argument"),
+        ("&".join(f"f{i}=1" for i in range(100)) + f"&csrf={csrf}", 422, "invalid_form"),
+        (f"csrf={csrf}&reason=" + "x" * 70_000, 413, "payload_too_large"),
+    ]
+    for body, status, code in cases:
+        answer = c.post(act, content=body, headers=FORM)
+        assert answer.status_code == status, (body[:60], answer.text[:300])
+        assert code in answer.text, (body[:60], answer.text[:300])
+    as_json = c.post(act, json={"csrf": csrf, "reason": "x"})
+    assert as_json.status_code == 422 and "invalid_form" in as_json.text
+    for bad_id in ("a%2Fb", "a%1Fb", "a%00b", "x" * 300):
+        answer = c.get(f"/console/memories/{bad_id}")
+        assert answer.status_code in (404, 405, 422), (bad_id, answer.status_code)
+    assert (
+        site.runtime.service.get(
+            site.access.authenticate(site.keys["admin"], surface="http"), made.id
+        ).version
+        == 1
+    )  # nothing was forgotten
+
+
+def test_ops_4_sign_in_needs_its_form_token_and_an_operator_key(site: Site) -> None:
+    c = site.client
+    no_cookie = c.post("/console/sign-in", data={"csrf": "x", "key": site.keys["admin"]})
+    assert no_cookie.status_code == 403
+    token = _csrf(c.get("/console/sign-in").text)
+    service = c.post("/console/sign-in", data={"csrf": token, "key": site.keys["service"]})
+    assert service.status_code == 403 and "console_forbidden" in service.text
+    token = _csrf(c.get("/console/sign-in").text)
+    root = c.post("/console/sign-in", data={"csrf": token, "key": site.keys["root"]})
+    assert root.status_code == 422 and "impersonation_tenant_required" in root.text
+    assert "quipu_console" not in c.cookies
+    c.cookies.set("quipu_console", "nope", path="/console")
+    garbage = c.get("/console/subjects", follow_redirects=False)
+    assert garbage.status_code == 303 and garbage.headers["location"].endswith("/sign-in")
+
+
+def test_ops_4_a_revoked_key_ends_its_console_session(site: Site) -> None:
+    site.sign_in("admin")
+    assert site.client.get("/console/jobs").status_code == 200
+    key_id = site.keys["admin"].split("_")[1]
+    site.access.revoke_key("t", key_id)
+    after = site.client.get("/console/jobs", follow_redirects=False)
+    assert after.status_code == 303 and after.headers["location"].endswith("/sign-in")
+
+
+def test_ops_4_superadmin_tenant_pick_is_audited(site: Site) -> None:
+    csrf = site.sign_in("root", tenant="t")
+    root_in = {
+        t: site.access.authenticate(site.keys["root"], impersonate=t, surface="http")
+        for t in ("t", "u")
+    }
+    events = site.runtime.governance.audit(root_in["t"])[0]
+    signed = [e for e in events if e.action == "console.sign_in"]
+    assert signed and signed[0].details == {"tenant": "t", "impersonated": True}
+    moved = site.client.post("/console/tenant", data={"csrf": csrf, "tenant": "u"})
+    assert moved.status_code == 200 and 'id="tenant">u<' in moved.text
+    events = site.runtime.governance.audit(root_in["u"])[0]
+    assert [e.action for e in events if e.action.startswith("console.")] == ["console.tenant"]
+    missing = site.client.post("/console/tenant", data={"csrf": csrf, "tenant": "nope"})
+    assert missing.status_code == 404 and "tenant_not_found" in missing.text
+
+
+def test_ops_4_sessions_end_when_idle_or_old_and_cannot_be_forged() -> None:
+    now = [datetime(2026, 12, 1, tzinfo=UTC)]
+    signer = SessionSigner(
+        idle=timedelta(minutes=15), lifetime=timedelta(hours=8), clock=lambda: now[0]
+    )
+    digest = "d" * 64
+
+    def check(cookie: str, key: str = digest) -> bool:
+        claimed = SessionSigner.unverified(cookie)
+        return claimed is not None and signer.verify(*claimed, key)
+
+    session = signer.begin("k1", None)
+    cookie = signer.cookie(session, digest)
+    assert check(cookie)
+    assert not check(cookie, "e" * 64)  # another key's digest
+    forged = SessionSigner.unverified(cookie)
+    assert forged is not None
+    body = forged[1].replace(forged[1][:4], forged[1][:3] + "A")
+    assert not check(f"{body}.{forged[2]}")
+    for bad in ("", "x", "a.b.c", "a.b", "x" * 700, "W10.AAAA"):
+        assert not check(bad)
+    while True:  # kept busy: a request every 14 minutes, re-signed each time
+        now[0] += timedelta(minutes=14)
+        if not check(cookie):
+            break
+        session = signer.touched(session)
+        cookie = signer.cookie(session, digest)
+    assert now[0] - datetime.fromtimestamp(session.began, UTC) > timedelta(hours=8)
+    idle = signer.cookie(signer.begin("k1", None), digest)
+    now[0] += timedelta(minutes=16)
+    assert not check(idle)
+    assert SessionSigner.csrf(session, digest) != SessionSigner.csrf(
+        signer.begin("k1", None), digest
+    )
+
+
+def test_ops_4_history_diff_is_word_by_word() -> None:
+    assert word_diff("u-17 lives in Lyon", "u-17 lives in Marseille") == [
+        Segment("same", "u-17 lives in "),
+        Segment("removed", "Lyon"),
+        Segment("added", "Marseille"),
+    ]
+    assert word_diff("", "new") == [Segment("added", "new")]
+
+
+def test_ops_4_resume_names_live_keys_only(site: Site) -> None:
+    """A console cookie names a key by id; a run token, a revoked key or an unknown id never
+    resumes a session (Access.resume)."""
+    from quipu.errors import Unauthorized
+
+    service = site.access.authenticate(site.keys["service"], surface="http")
+    token, _ = site.access.mint_run_token(service, "bot", "u-1")
+    for key_id in (token.key_id, "nope", ""):
+        with pytest.raises(Unauthorized):
+            site.access.resume(key_id)
+    admin_id = site.keys["admin"].split("_")[1]
+    principal, digest = site.access.resume(admin_id)
+    assert principal.key_id == admin_id and principal.surface == "console" and len(digest) >= 32
+    site.access.revoke_key("t", admin_id)
+    with pytest.raises(Unauthorized):
+        site.access.resume(admin_id)
