@@ -228,7 +228,7 @@ def test_eval3_hybrid_is_the_rank_fusion_of_both_baselines(local_embedder: Local
 def test_eval3_vector_cache_returns_the_model_vectors(
     local_embedder: LocalEmbedder, tmp_path: Path
 ) -> None:
-    path = tmp_path / "vectors.sqlite"
+    path = tmp_path / "vectors"
     cache = CachedEmbedder(local_embedder, path)
     texts = [text for _, text in ITEMS] + ["naïve café 🚀 ünïcode"]
     first = [cache.embed_batch([t]) for t in texts]
