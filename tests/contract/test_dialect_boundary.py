@@ -38,7 +38,9 @@ def _hits(pattern: re.Pattern[str], files: list[Path]) -> list[str]:
 
 
 def test_postgres_dialect_only_in_its_folder_and_the_composition_root() -> None:
-    files = _files_outside("storage/postgres/", "composition.py")
+    # evals/tech_errors.py is text, not code: the stack traces a generated developer pastes
+    # (issue 31) quote a driver's error messages as they appear in real traces.
+    files = _files_outside("storage/postgres/", "composition.py", "evals/tech_errors.py")
     assert files, "the scan found no source files"
     assert _hits(POSTGRES, files) == []
 

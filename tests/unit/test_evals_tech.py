@@ -228,7 +228,7 @@ def test_eval3_hybrid_is_the_rank_fusion_of_both_baselines(local_embedder: Local
 def test_eval3_vector_cache_returns_the_model_vectors(
     local_embedder: LocalEmbedder, tmp_path: Path
 ) -> None:
-    path = tmp_path / "vectors.sqlite"
+    path = tmp_path / "vectors"
     cache = CachedEmbedder(local_embedder, path)
     texts = [text for _, text in ITEMS] + ["naïve café 🚀 ünïcode"]
     first = [cache.embed_batch([t]) for t in texts]
@@ -276,5 +276,15 @@ def test_eval3_cli_beam_reads_a_folder(beam_dir: Path, tmp_path: Path) -> None:
     assert (report["turns"], report["questions"]) == (4, 2)
     quipu = report["systems"]["quipu"]["by_category"]["information_extraction"]
     assert quipu["turn"]["all@5"] == 1.0
+    cache = ["--vector-cache", str(tmp_path / "vectors")]
+    for run in ("first", "second"):
+        args = ["bench", "beam", "--data", str(beam_dir), "--details", "--out", str(tmp_path / run)]
+        result = CliRunner().invoke(app, [*args, *cache])
+        assert result.exit_code == 0, result.output
+    first, second = (json.loads((tmp_path / r).read_text()) for r in ("first", "second"))
+    assert second["vector_cache"]["hits"] > 0 and second["vector_cache"]["misses"] == 0
+    assert [q["ranked_turns"] for q in first["systems"]["quipu"]["per_question"]] == [
+        q["ranked_turns"] for q in second["systems"]["quipu"]["per_question"]
+    ]
     missing = CliRunner().invoke(app, ["bench", "beam", "--data", str(tmp_path / "nope")])
     assert missing.exit_code == 2
