@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from quipu.core.auth import AuditEvent, Credential, Tenant
 from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
 from quipu.core.jobs import Job, JobStatus, NewJob
+from quipu.core.kv import KVChange, KVEntry
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
@@ -366,3 +367,35 @@ class Store(Protocol):
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
         """Every version in a stable order, with its vector when one is stored."""
+
+    # -- key/value plane (KV-1) ----------------------------------------------------------------
+    def kv_write(
+        self,
+        ref: ScopeRef,
+        change: KVChange,
+        expected_version: int | None,
+        now: datetime,
+        quota: int,
+    ) -> KVEntry:
+        """Append the next version of ``change.key`` in ``ref`` (a value, or a delete) and end
+        the current one, with its audit line, in one serialised transaction. The
+        compare-and-set is :func:`quipu.core.kv.check_write` (409 ``version_conflict``, 404 to
+        delete a key holding no value, 409 ``erased``); LimitExceeded ``quota_exceeded`` when
+        a new key would pass ``quota`` keys holding values in ``ref``."""
+
+    def kv_get(self, ref: ScopeRef, key: str, as_of: datetime | None) -> KVEntry | None:
+        """The current version of ``key`` (a delete's version included), or the one in force
+        at ``as_of``; None when there is none."""
+
+    def kv_history(self, ref: ScopeRef, key: str) -> list[KVEntry]:
+        """Every version of ``key``, oldest first."""
+
+    def kv_list(
+        self, ref: ScopeRef, prefix: str, after: str | None, limit: int, as_of: datetime | None
+    ) -> list[KVEntry]:
+        """Up to ``limit`` keys starting with ``prefix`` and after ``after`` that hold a value
+        (now, or at ``as_of``), in byte order of the key."""
+
+    def kv_erase(self, ref: ScopeRef, key: str, audit: AuditEvent) -> int:
+        """Wipe the value and reason of every version of ``key``, mark them erased and write
+        ``audit``, in one transaction; the number of versions wiped (0: no such key)."""

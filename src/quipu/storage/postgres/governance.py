@@ -58,6 +58,7 @@ CONTENT_TABLES = (
     "session_owners",
     "legal_holds",
     "snapshots",
+    "kv_entries",
 )
 
 

@@ -37,6 +37,7 @@ DISTRIBUTED = (
     "legal_holds",
     "snapshots",
     "projects",
+    "kv_entries",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 
