@@ -27,6 +27,7 @@ from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.jobs.visibility import visible_job, visible_jobs
+from quipu.kv import KeyValues, KeyValueService
 from quipu.runtime import Runtime
 from quipu.settings import Settings
 from quipu.storage.base import Vector
@@ -96,6 +97,8 @@ class Quipu:
         self.runtime = runtime
         self.service = runtime.service
         self.principal = principal
+        #: The key/value plane (KV-1): ``kv.set(key, value)``, ``kv.get(key).value``, ...
+        self.kv = KeyValues(KeyValueService(runtime.service), principal)
 
     # -- writes ------------------------------------------------------------------------------
     def remember(

@@ -208,3 +208,65 @@ def _required_reason(value: object) -> str:
 def _missing(key: str) -> NotFound:
     """The one 404 for a key that is absent and a key of another scope or tenant (SCOPE-7)."""
     return NotFound(f"no key {key}", details={"key": key})
+
+
+class KeyValues:
+    """The key/value plane with the caller filled in: ``Quipu.kv`` of the embedded client.
+
+    ``mem.kv.set("app/theme", {"mode": "dark"})``, ``mem.kv.get("app/theme").value``."""
+
+    def __init__(self, service: KeyValueService, principal: Principal) -> None:
+        self.service = service
+        self.principal = principal
+
+    def set(
+        self,
+        key: str,
+        value: Any,
+        *,
+        scope: str = "agent",
+        expected_version: int | None = None,
+        reason: str | None = None,
+    ) -> KVEntry:
+        return self.service.set(
+            self.principal,
+            key,
+            value,
+            scope=scope,
+            expected_version=expected_version,
+            reason=reason,
+        )
+
+    def get(self, key: str, *, scope: str = "agent", as_of: object = None) -> KVEntry:
+        return self.service.get(self.principal, key, scope=scope, as_of=as_of)
+
+    def delete(
+        self,
+        key: str,
+        *,
+        scope: str = "agent",
+        expected_version: int | None = None,
+        reason: str | None = None,
+    ) -> KVEntry:
+        return self.service.delete(
+            self.principal, key, scope=scope, expected_version=expected_version, reason=reason
+        )
+
+    def history(self, key: str, *, scope: str = "agent") -> list[KVEntry]:
+        return self.service.history(self.principal, key, scope=scope)
+
+    def erase(self, key: str, *, scope: str = "agent", reason: str) -> dict[str, Any]:
+        return self.service.erase(self.principal, key, scope=scope, reason=reason)
+
+    def list(
+        self,
+        *,
+        prefix: str = "",
+        scope: str = "agent",
+        cursor: str | None = None,
+        limit: int | None = None,
+        as_of: object = None,
+    ) -> KVPage:
+        return self.service.list(
+            self.principal, prefix=prefix, scope=scope, cursor=cursor, limit=limit, as_of=as_of
+        )

@@ -26,6 +26,7 @@ from quipu.remote import MemoryClient
 from quipu.settings import Settings
 from quipu.surfaces.cli import access, bench, governance, jobs, target
 from quipu.surfaces.cli import eval as eval_cli
+from quipu.surfaces.cli import kv as kv_cli
 from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
 
 app = typer.Typer(
@@ -37,6 +38,7 @@ app.add_typer(access.keys, name="keys")
 app.add_typer(access.tokens, name="tokens")
 app.add_typer(jobs.jobs, name="jobs")
 app.add_typer(eval_cli.app, name="eval")
+app.add_typer(kv_cli.kv, name="kv")
 app.command()(jobs.worker)
 governance.register(app)
 console = Console()

@@ -26,6 +26,7 @@ from typing_extensions import TypedDict
 from quipu.core.records import MemoryVersion, Principal
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.governance import GovernanceService
+from quipu.kv import KeyValueService
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
 from quipu.surfaces.http.encoding import json_safe
@@ -33,6 +34,7 @@ from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.governance import governance_tools
+from quipu.surfaces.mcp.kv import kv_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
 
@@ -367,8 +369,9 @@ def create_mcp_server(
 
     if sessions is not None:
         _session_tools(server, sessions, call)
-    if governance is not None:
+    if governance is not None:  # a runtime's server: every plane's tools
         governance_tools(server, governance, call)
+        kv_tools(server, KeyValueService(service), call)
     return server
 
 
