@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from quipu.core.auth import AuditEvent, Credential, Tenant
+from quipu.core.documents import Chunk, Document, StoredChunk
 from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.kv import KVChange, KVEntry
@@ -399,3 +400,40 @@ class Store(Protocol):
     def kv_erase(self, ref: ScopeRef, key: str, audit: AuditEvent) -> int:
         """Wipe the value and reason of every version of ``key``, mark them erased and write
         ``audit``, in one transaction; the number of versions wiped (0: no such key)."""
+
+    # -- documents plane (DOC-1) ---------------------------------------------------------------
+    def doc_add(
+        self,
+        ref: ScopeRef,
+        document: Document,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Vector | None],
+        pin: EmbeddingPin,
+        audit: AuditEvent,
+    ) -> Document:
+        """Store ``document`` with its chunks (each with its vector, or None when not served)
+        and ``audit`` in one transaction, pinning the scope's corpus to ``pin`` on its first
+        document; Conflict ``corpus_model_mismatch`` (nothing written) when it is pinned to
+        another model or dimension."""
+
+    def doc_delete(
+        self, ref: ScopeRef, document_id: str, audit: AuditEvent, reason: str | None
+    ) -> Document | None:
+        """Mark an active document deleted (its version + 1; its chunks leave search) with
+        ``audit``; None when there is no such active document."""
+
+    def doc_get(self, ref: ScopeRef, document_id: str) -> Document | None: ...
+
+    def doc_list(self, ref: ScopeRef, after: str | None, limit: int) -> list[Document]:
+        """Active documents of the scope, by id, after ``after``."""
+
+    def doc_corpus(self, ref: ScopeRef) -> tuple[EmbeddingPin, int] | None:
+        """The corpus's pinned model and its generation (which moves with each change)."""
+
+    def doc_served(self, ref: ScopeRef) -> list[StoredChunk]:
+        """Every chunk search may serve (active, of an active document), with its vector."""
+
+    def doc_chunks(
+        self, ref: ScopeRef, document_id: str, start: int = 0, end: int = 2**62
+    ) -> list[StoredChunk]:
+        """The chunks of one document overlapping ``[start, end)``, by ``seq``, no vectors."""

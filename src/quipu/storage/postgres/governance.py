@@ -59,6 +59,8 @@ CONTENT_TABLES = (
     "legal_holds",
     "snapshots",
     "kv_entries",
+    "documents",
+    "doc_chunks",
 )
 
 

@@ -38,6 +38,9 @@ DISTRIBUTED = (
     "snapshots",
     "projects",
     "kv_entries",
+    "documents",
+    "doc_chunks",
+    "doc_corpora",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

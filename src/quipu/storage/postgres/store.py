@@ -39,6 +39,7 @@ from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.decode import decode_row, decode_rows, loads
 from quipu.storage.postgres import bulk, routed
 from quipu.storage.postgres.control import ControlTables
+from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.kv import KVTables
@@ -72,7 +73,9 @@ _CHUNK = 1000
 _PIN_LOCK = 0x7170696E
 
 
-class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables, KVTables):
+class PostgresStore(
+    ControlTables, WorkTables, GovernanceTables, RegistryTables, KVTables, DocumentTables
+):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
     def __init__(

@@ -41,6 +41,7 @@ from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
+from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
 from quipu.storage.sqlite.kv import KVTables
 from quipu.storage.sqlite.migrate import migrate
@@ -63,7 +64,9 @@ _CHUNK = 500
 _LOG_KEPT = 1024
 
 
-class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, GovernanceTables, KVTables):
+class SQLiteStore(
+    ScopeSearch, BulkTables, ControlTables, WorkTables, GovernanceTables, KVTables, DocumentTables
+):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(
