@@ -458,3 +458,53 @@ def _too_large(chars: int) -> InvalidInput:
 
 def _missing(document_id: str) -> NotFound:
     return NotFound(f"no document {document_id}", details={"id": document_id})
+
+
+class Documents:
+    """The documents plane with the caller filled in: ``Quipu.documents`` of the embedded
+    client. ``mem.documents.add(text, title="Manual")``, ``mem.documents.search("filter")``."""
+
+    def __init__(self, service: DocumentService, principal: Principal) -> None:
+        self.service = service
+        self.principal = principal
+
+    def add(
+        self,
+        content: str,
+        *,
+        title: str,
+        media_type: str = "text/plain",
+        scope: str = "agent",
+        metadata: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        return self.service.add(
+            self.principal,
+            content,
+            title=title,
+            media_type=media_type,
+            scope=scope,
+            metadata=metadata,
+            reason=reason,
+        )
+
+    def search(self, query: str, *, scope: str = "agent", k: int | None = None) -> dict[str, Any]:
+        return self.service.search(self.principal, query, scope=scope, k=k)
+
+    def read(
+        self, document_id: str, *, start: int = 0, end: int | None = None, scope: str = "agent"
+    ) -> dict[str, Any]:
+        return self.service.read(self.principal, document_id, start=start, end=end, scope=scope)
+
+    def get(self, document_id: str, *, scope: str = "agent") -> Document:
+        return self.service.get(self.principal, document_id, scope=scope)
+
+    def delete(
+        self, document_id: str, *, scope: str = "agent", reason: str | None = None
+    ) -> Document:
+        return self.service.delete(self.principal, document_id, scope=scope, reason=reason)
+
+    def list(
+        self, *, scope: str = "agent", cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        return self.service.list(self.principal, scope=scope, cursor=cursor, limit=limit)

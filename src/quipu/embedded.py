@@ -22,6 +22,7 @@ from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
 from quipu.core.sessions import SessionTurn
+from quipu.documents import Documents, DocumentService
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
@@ -99,6 +100,8 @@ class Quipu:
         self.principal = principal
         #: The key/value plane (KV-1): ``kv.set(key, value)``, ``kv.get(key).value``, ...
         self.kv = KeyValues(KeyValueService(runtime.service), principal)
+        #: The documents plane (DOC-1): ``documents.add(text, title=...)``, ``.search(q)``, ...
+        self.documents = Documents(DocumentService(runtime.service), principal)
 
     # -- writes ------------------------------------------------------------------------------
     def remember(
@@ -363,6 +366,7 @@ class Quipu:
         return replace(self.principal, key_id=f"reviewer:{name}")
 
     def close(self) -> None:
+        self.documents.service.close()
         self.runtime.close()
 
     def __enter__(self) -> Quipu:

@@ -25,6 +25,7 @@ from quipu.memories import MemoryService
 from quipu.remote import MemoryClient
 from quipu.settings import Settings
 from quipu.surfaces.cli import access, bench, governance, jobs, target
+from quipu.surfaces.cli import documents as documents_cli
 from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli import kv as kv_cli
 from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
@@ -39,6 +40,7 @@ app.add_typer(access.tokens, name="tokens")
 app.add_typer(jobs.jobs, name="jobs")
 app.add_typer(eval_cli.app, name="eval")
 app.add_typer(kv_cli.kv, name="kv")
+app.add_typer(documents_cli.documents, name="documents")
 app.command()(jobs.worker)
 governance.register(app)
 console = Console()

@@ -15,6 +15,7 @@ from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.guard import RequestGuard
 from quipu.surfaces.http.routers import (
     admin,
+    documents,
     governance,
     health,
     kv,
@@ -63,4 +64,5 @@ def create_app(
         app.include_router(router, responses=ERROR_RESPONSES)
     app.include_router(governance.router, responses=ERROR_RESPONSES)
     app.include_router(kv.router, responses=ERROR_RESPONSES)
+    app.include_router(documents.router, responses=ERROR_RESPONSES)
     return app

@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from quipu.core.records import MemoryVersion, Principal
+from quipu.documents import DocumentService
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.governance import GovernanceService
 from quipu.kv import KeyValueService
@@ -33,6 +34,7 @@ from quipu.surfaces.http.encoding import json_safe
 from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
+from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
 from quipu.surfaces.mcp.kv import kv_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
@@ -372,6 +374,7 @@ def create_mcp_server(
     if governance is not None:  # a runtime's server: every plane's tools
         governance_tools(server, governance, call)
         kv_tools(server, KeyValueService(service), call)
+        document_tools(server, DocumentService(service), call)
     return server
 
 
