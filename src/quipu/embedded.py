@@ -30,6 +30,7 @@ from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.kv import KeyValues, KeyValueService
 from quipu.runtime import Runtime
+from quipu.search import SearchService
 from quipu.settings import Settings
 from quipu.storage.base import Vector
 from quipu.wire import Instant, job_is_done
@@ -102,6 +103,7 @@ class Quipu:
         self.kv = KeyValues(KeyValueService(runtime.service), principal)
         #: The documents plane (DOC-1): ``documents.add(text, title=...)``, ``.search(q)``, ...
         self.documents = Documents(DocumentService(runtime.service), principal)
+        self._search = SearchService(runtime.service, self.documents.service, self.kv.service)
 
     # -- writes ------------------------------------------------------------------------------
     def remember(
@@ -215,6 +217,18 @@ class Quipu:
         return self.service.recall(self.principal, **_options(locals()))
 
     # -- sessions, jobs, export --------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        scope: str = "agent",
+        k: int | None = None,
+        planes: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Every plane of one scope at once, each row labelled with its plane (RECALL-8):
+        "where did I record this?"."""
+        return self._search.search(self.principal, query, scope=scope, k=k, planes=planes)
+
     def session(self, session_id: str) -> Session:
         return Session(self, session_id)
 

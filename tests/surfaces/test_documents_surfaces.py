@@ -193,3 +193,40 @@ def test_doc_001_library_and_cli(tmp_path: Path) -> None:
         cli_app, ["documents", "add", str(tmp_path / "missing.md"), "--db", str(path)]
     )
     assert out.exit_code == 1 and "invalid_file" in out.output
+
+
+def test_recall_008_search_on_http_and_mcp(
+    http: tuple[TestClient, dict[str, str]], tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    client, keys = http
+    h = {"authorization": f"Bearer {keys['t.a']}"}
+    client.post("/v1/memories", json={"text": "The spare pump filter is in drawer 3"}, headers=h)
+    client.post("/v1/documents", json={"content": MANUAL, "title": "Pump"}, headers=h)
+    client.put("/v1/kv/pump/filter-days", json={"value": 90}, headers=h)
+    r = client.post("/v1/search", json={"query": "pump filter"}, headers=h)
+    assert r.status_code == 200, r.text
+    assert {row["plane"] for row in r.json()["results"]} == {"facts", "documents"}
+    r = client.post("/v1/search", json={"query": "pump/filter-days"}, headers=h)
+    assert r.json()["results"][0] == {**r.json()["results"][0], "plane": "kv", "rank": 1}
+    r = client.post("/v1/search", json={"query": "x", "planes": ["nope"]}, headers=h)
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_plane"
+    other = {"authorization": f"Bearer {keys['u.a']}"}
+    assert (
+        client.post("/v1/search", json={"query": "pump filter"}, headers=other).json()["results"]
+        == []
+    )
+
+    service = MemoryService(SQLiteStore(tmp_path / "s.db"), local_embedder, Limits())
+
+    async def main() -> None:
+        async with Client(_server(service, [ALICE])) as mcp:
+            tools = {t.name: t for t in (await mcp.list_tools()).tools}
+            assert "one scope" in tools["memory_search"].description.lower()
+            await mcp.call_tool("memory_remember", {"text": "The pump manual is on the shelf"})
+            r = await mcp.call_tool("memory_search", {"query": "pump manual"})
+            assert not r.is_error and r.structured_content["results"][0]["plane"] == "facts"
+            r = await mcp.call_tool("memory_search", {"query": "pump", "planes": ["graph"]})
+            assert r.structured_content["meta"]["sources_applied"] is False
+
+    anyio.run(main)
+    service.store.close()

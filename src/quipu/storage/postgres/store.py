@@ -117,7 +117,7 @@ class PostgresStore(
             backend="postgres",
             vector_search="exact-btree+hnsw",
             full_text="bm25-tsvector",
-            sources=frozenset({"facts"}),
+            sources=frozenset({"facts", "notes"}),
         )
         if migrate_schema:
             bulk.refresh_terms(self)

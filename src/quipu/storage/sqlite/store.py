@@ -93,7 +93,7 @@ class SQLiteStore(
             backend="sqlite",
             vector_search="exact-numpy",
             full_text="bm25-scope",
-            sources=frozenset({"facts"}),
+            sources=frozenset({"facts", "notes"}),
         )
 
     # -- connections -------------------------------------------------------------------------

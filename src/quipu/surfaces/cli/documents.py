@@ -1,6 +1,7 @@
-"""`quipu documents add|search|read|list|delete`: the documents plane (DOC-1) from the shell, on
-a store (a file or a ``postgresql://`` URL), as the trusted local principal. Output is JSON.
-Errors print their stable code and exit 1."""
+"""`quipu documents add|search|read|list|delete`: the documents plane (DOC-1) from the shell,
+and `quipu search`, every plane at once (RECALL-8); on a store (a file or a ``postgresql://``
+URL), as the trusted local principal. Output is JSON. Errors print their stable code and exit
+1."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from rich.markup import escape
 from quipu.composition import build_runtime, build_service, local_principal
 from quipu.documents import Documents, DocumentService
 from quipu.errors import InvalidInput, QuipuError
+from quipu.kv import KeyValueService
+from quipu.search import SearchService
 from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
 
 documents = typer.Typer(
@@ -120,3 +123,35 @@ def delete(
 ) -> None:
     """Delete DOCUMENT_ID logically (it leaves search, list and read)."""
     _run(db, config, lambda p: p.delete(document_id, scope=scope, reason=reason).to_dict())
+
+
+def search_all(
+    query: str,
+    db: Db = None,
+    config: Config = None,
+    scope: Scope = "agent",
+    k: Annotated[int | None, typer.Option("-k", help="How many rows in all.")] = None,
+    plane: Annotated[
+        list[str] | None, typer.Option(help="Only this plane (repeatable; default: all).")
+    ] = None,
+) -> None:
+    """Search every plane of one scope (facts, notes, documents, kv): rows labelled by plane."""
+    settings = settings_or_exit(db, config)
+    try:
+        service = build_service(settings)
+        runtime = build_runtime(settings, service)
+    except QuipuError as exc:
+        fail(exc, 2)
+    who = local_principal(settings, "cli")
+    docs = DocumentService(service)
+    try:
+        found = SearchService(service, docs, KeyValueService(service)).search(
+            who, query, scope=scope, k=k, planes=plane
+        )
+        typer.echo(json.dumps(found, ensure_ascii=False, indent=2))
+    except QuipuError as exc:
+        err.print(f"[red]{escape(exc.code)}:[/red] {escape(exc.message)}")
+        raise typer.Exit(1) from None
+    finally:
+        docs.close()
+        runtime.close()

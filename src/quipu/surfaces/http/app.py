@@ -21,6 +21,7 @@ from quipu.surfaces.http.routers import (
     kv,
     memories,
     recall,
+    search,
     sessions,
     transfer,
 )
@@ -65,4 +66,5 @@ def create_app(
     app.include_router(governance.router, responses=ERROR_RESPONSES)
     app.include_router(kv.router, responses=ERROR_RESPONSES)
     app.include_router(documents.router, responses=ERROR_RESPONSES)
+    app.include_router(search.router, responses=ERROR_RESPONSES)
     return app

@@ -29,6 +29,7 @@ from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.governance import GovernanceService
 from quipu.kv import KeyValueService
 from quipu.memories import MemoryService
+from quipu.search import SearchService
 from quipu.sessions import SessionService
 from quipu.surfaces.http.encoding import json_safe
 from quipu.surfaces.http.errors import summarize
@@ -37,6 +38,7 @@ from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
 from quipu.surfaces.mcp.kv import kv_tools
+from quipu.surfaces.mcp.search import search_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
 
@@ -373,8 +375,10 @@ def create_mcp_server(
         _session_tools(server, sessions, call)
     if governance is not None:  # a runtime's server: every plane's tools
         governance_tools(server, governance, call)
-        kv_tools(server, KeyValueService(service), call)
-        document_tools(server, DocumentService(service), call)
+        kv, documents = KeyValueService(service), DocumentService(service)
+        kv_tools(server, kv, call)
+        document_tools(server, documents, call)
+        search_tools(server, SearchService(service, documents, kv), call)
     return server
 
 
