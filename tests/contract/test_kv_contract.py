@@ -318,3 +318,25 @@ def test_kv_001_admin_writes_tenant_scope(
     assert kv.get(alice, "policy/retention-days", scope="tenant").value == 30
     with pytest.raises(NotFound):
         kv.get(other_tenant, "policy/retention-days", scope="tenant")
+
+
+def test_kv_001_concurrent_compare_and_set_has_one_winner(
+    kv: KeyValueService, alice: Principal
+) -> None:
+    """Eight writers race to create the same key and then to replace version 1: exactly one of
+    each race wins; every loser gets 409 version_conflict and writes nothing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def attempt(expected: int, value: int) -> str:
+        try:
+            kv.set(alice, "race", value, expected_version=expected)
+        except Conflict as exc:
+            return exc.code
+        return "won"
+
+    for expected in (0, 1):
+        with ThreadPoolExecutor(8) as pool:
+            outcomes = list(pool.map(lambda v, e=expected: attempt(e, v), range(8)))
+        assert outcomes.count("won") == 1, outcomes
+        assert set(outcomes) == {"won", "version_conflict"}
+    assert [e.version for e in kv.history(alice, "race")] == [1, 2]
