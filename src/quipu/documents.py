@@ -32,10 +32,11 @@ from quipu.core.documents import (
     MediaType,
     StoredChunk,
 )
+from quipu.core.governance import ERASE_GRANT
 from quipu.core.query import Filters
-from quipu.core.records import Principal, ScopeRef
+from quipu.core.records import Principal, Role, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
-from quipu.errors import EmbeddingUnavailable, InvalidInput, NotFound
+from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
 from quipu.guard import Guard, reason
 from quipu.memories import MemoryService
 from quipu.retrieval.bm25 import query_tokens, tokenize
@@ -175,6 +176,29 @@ class DocumentService:
         if found is None:
             raise _missing(ident)
         return found
+
+    def erase(
+        self, principal: Principal, document_id: object, *, scope: str = "agent", reason: object
+    ) -> dict[str, Any]:
+        """Compliance erase (LIFE-4): the document's chunks (text and vectors) are deleted, its
+        title and metadata wiped, and the reasons of the audit lines about it dropped; audited
+        as ``document.erase`` with ``reason``. Needs an admin key or the ``memory:erase`` grant
+        (403) and a reason (422 ``reason_required``)."""
+        if principal.role not in (Role.ADMIN, Role.SUPERADMIN) and (
+            ERASE_GRANT not in principal.grants
+        ):
+            raise Forbidden("erasing needs an admin key or the memory:erase grant")
+        why = _reason(reason)
+        if not why or not why.strip():
+            raise InvalidInput("erasing needs a reason", code="reason_required")
+        ref = resolve_scope(principal, scope)
+        ident = validate.identifier(document_id, field="document_id")
+        audit = self._audit(principal, "document.erase", ident, why, ref, None)
+        found = self.store.doc_get(ref, ident)
+        if found is None or found.status is DocumentStatus.ERASED:
+            raise _missing(ident)
+        chunks = self.store.doc_erase(ref, ident, audit)
+        return {"document_id": ident, "scope": ref.scope.value, "chunks_erased": chunks}
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, principal: Principal, document_id: object, *, scope: str = "agent") -> Document:
@@ -498,6 +522,9 @@ class Documents:
 
     def get(self, document_id: str, *, scope: str = "agent") -> Document:
         return self.service.get(self.principal, document_id, scope=scope)
+
+    def erase(self, document_id: str, *, scope: str = "agent", reason: str) -> dict[str, Any]:
+        return self.service.erase(self.principal, document_id, scope=scope, reason=reason)
 
     def delete(
         self, document_id: str, *, scope: str = "agent", reason: str | None = None

@@ -290,3 +290,35 @@ def test_doc_001_hostile_queries_and_ids(docs: DocumentService, alice: Principal
             docs.read(alice, ident)
     with pytest.raises(InvalidInput):
         docs.search(alice, "filter", k=0)
+
+
+def test_doc_001_life_004_erase_removes_the_text(
+    docs: DocumentService, service: MemoryService, alice: Principal
+) -> None:
+    from quipu.core.records import Role
+
+    added = _add(docs, alice, "Quillon keeps the spare key under the blue planter.", reason="q1")
+    document_id = added["document"]["id"]
+    docs.delete(alice, document_id, reason="quillon reason")
+    with pytest.raises(Forbidden):
+        docs.erase(alice, document_id, reason="not allowed")
+    eraser = Principal(
+        "t1", "key-dpo", Role.AGENT, agent_id="alice", grants=frozenset({"memory:erase"})
+    )
+    with pytest.raises(InvalidInput) as why:
+        docs.erase(eraser, document_id, reason="")
+    assert why.value.code == "reason_required"
+    done = docs.erase(eraser, document_id, reason="GDPR request 9")
+    assert done["chunks_erased"] == 1
+    from quipu.core.scopes import resolve_scope
+
+    ref = resolve_scope(alice, "agent")
+    assert service.store.doc_chunks(ref, document_id) == []
+    record = service.store.doc_get(ref, document_id)
+    assert record is not None and record.status.value == "erased" and record.title == ""
+    audit = json.dumps([e.to_dict() for e in service.store.list_audit("t1", None, 50)])
+    assert "quillon reason" not in audit and "GDPR request 9" in audit
+    with pytest.raises(NotFound):
+        docs.erase(eraser, document_id, reason="again")
+    with pytest.raises(NotFound):
+        docs.read(alice, document_id)

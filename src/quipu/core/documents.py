@@ -56,6 +56,8 @@ class MediaType(StrEnum):
 class DocumentStatus(StrEnum):
     ACTIVE = "active"
     DELETED = "deleted"
+    ERASED = "erased"
+    """Compliance erase: title, metadata and every chunk's text and vector are gone."""
 
 
 class ChunkStatus(StrEnum):

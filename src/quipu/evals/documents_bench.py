@@ -33,6 +33,7 @@ from typing import Any
 from quipu.core.records import Principal, Role
 from quipu.documents import DocumentService
 from quipu.embeddings.base import Embedder
+from quipu.errors import QuipuError
 from quipu.evals.public_bench import Haystack
 from quipu.evals.tokens import count_tokens
 from quipu.memories import MemoryService
@@ -67,6 +68,7 @@ def evidence(
     doc_seconds = mem_seconds = 0.0
     questions = 0
     cache: dict[str, int] = {}
+    refused: dict[str, int] = {}
 
     def tokens(text: str) -> int:
         if text not in cache:
@@ -98,12 +100,16 @@ def evidence(
             chunks += int(added["chunks"])
         doc_seconds += time.perf_counter() - mark
         mark = time.perf_counter()
-        turn_of: dict[str, str] = {}
+        turns_of: dict[str, set[str]] = {}
         for turn in haystack.turns:
-            written = service.remember(
-                who, turn.text.strip() or ".", observed_at=turn.observed_at, defer_embedding=False
-            )
-            turn_of.setdefault(written.memory.id, turn.turn_id)
+            try:
+                written = service.remember(
+                    who, turn.text.strip() or ".", observed_at=turn.observed_at
+                )
+            except QuipuError as error:  # counted, as `quipu bench longmemeval` does
+                refused[error.code] = refused.get(error.code, 0) + 1
+                continue
+            turns_of.setdefault(written.memory.id, set()).add(turn.turn_id)
             memories += 1
         mem_seconds += time.perf_counter() - mark
         for query in haystack.queries:
@@ -126,7 +132,7 @@ def evidence(
                     and pointer["start"] < spans[turn_id][2]
                     and spans[turn_id][1] < pointer["end"]
                 }
-                mem_found = {turn_of.get(h.memory.id) for h in hits[:k]} & gold
+                mem_found = {t for h in hits[:k] for t in turns_of.get(h.memory.id, ())} & gold
                 for name, got in (("documents", doc_found), ("memories", mem_found)):
                     planes[name].any_hits[k] += bool(got)
                     planes[name].all_hits[k] += got == gold
@@ -143,6 +149,7 @@ def evidence(
             "chunks_per_s": round(chunks / doc_seconds, 1) if doc_seconds else None,
             "memories": memories,
             "memories_per_s": round(memories / mem_seconds, 1) if mem_seconds else None,
+            "memory_turns_refused": refused,
         },
         "planes": {
             name: {

@@ -422,6 +422,12 @@ class Store(Protocol):
         """Mark an active document deleted (its version + 1; its chunks leave search) with
         ``audit``; None when there is no such active document."""
 
+    def doc_erase(self, ref: ScopeRef, document_id: str, audit: AuditEvent) -> int:
+        """Compliance erase of a document not yet erased: its chunks deleted (text and
+        vectors), its title, metadata and reasons wiped (audit lines about it included), status
+        ``erased``, with ``audit``, in one transaction. The chunks removed; 0 when there is no
+        such document."""
+
     def doc_get(self, ref: ScopeRef, document_id: str) -> Document | None: ...
 
     def doc_list(self, ref: ScopeRef, after: str | None, limit: int) -> list[Document]:

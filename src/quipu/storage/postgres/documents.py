@@ -120,6 +120,36 @@ class DocumentTables:
         docs = decode_rows(_document, found, lambda r: r[3])
         return docs[0] if docs else None
 
+    def doc_erase(self, ref: ScopeRef, document_id: str, audit: AuditEvent) -> int:
+        admit(audit)
+        with self._tx() as c:
+            found = c.execute(
+                f"SELECT chunks FROM documents WHERE {_PART} AND document_id = %s"
+                " AND status != 'erased'",
+                (*_part(ref), document_id),
+            ).fetchone()
+            if found is None:
+                return 0
+            gone = c.execute(
+                f"DELETE FROM doc_chunks WHERE {_PART} AND document_id = %s",
+                (*_part(ref), document_id),
+            ).rowcount
+            c.execute(
+                "UPDATE documents SET title = '', metadata = '{}', withheld = '[]', reason = NULL,"
+                f" status = 'erased', version = version + 1 WHERE {_PART} AND document_id = %s",
+                (*_part(ref), document_id),
+            )
+            c.execute(
+                "UPDATE audit_log SET reason = NULL WHERE tenant_id = %s"
+                " AND action IN ('document.add', 'document.delete') AND target_ids = %s",
+                (ref.tenant_id, [document_id]),
+            )
+            c.execute(
+                f"UPDATE doc_corpora SET generation = generation + 1 WHERE {_PART}", _part(ref)
+            )
+            insert_audit(c, audit)
+            return int(gone)
+
     def doc_get(self, ref: ScopeRef, document_id: str) -> Document | None:
         with self._conn() as conn:
             rows = conn.execute(

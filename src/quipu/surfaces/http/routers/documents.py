@@ -115,3 +115,18 @@ def delete_document(
     return SafeJSONResponse(
         docs.delete(who, document_id, scope=scope, reason=given.reason).to_dict()
     )
+
+
+class EraseBody(Body):
+    reason: str = Field(description="Why (required; audited).")
+
+
+@router.post(
+    "/documents/{document_id}/erase",
+    response_model=Json,
+    summary="Erase a document's text (compliance)",
+)
+def erase_document(
+    document_id: str, body: EraseBody, docs: Docs, who: Who, scope: ScopeParam = "agent"
+) -> SafeJSONResponse:
+    return SafeJSONResponse(docs.erase(who, document_id, scope=scope, reason=body.reason))
