@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import random
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
+from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
 from quipu.documents import DocumentService
 from quipu.embeddings.base import Embedder
@@ -37,6 +36,7 @@ from quipu.errors import QuipuError
 from quipu.evals.public_bench import Haystack
 from quipu.evals.tokens import count_tokens
 from quipu.memories import MemoryService
+from quipu.storage.base import Store
 
 Progress = Callable[[int], None]
 
@@ -241,55 +241,44 @@ def _paragraph(rng: random.Random, number: int) -> str:
 
 def scale(
     embedder: Embedder,
-    database: str | None,
+    store: Store,
     chunks: int,
     *,
     per_document: int = 500,
     queries: int = 100,
     seed: int = 7,
     progress: Progress | None = None,
-    open_store: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
-    """Ingest ``chunks`` chunks in documents of ``per_document`` chunks each (one call per
-    document), then time ``queries`` searches over the whole corpus."""
-    from quipu.core.limits import Limits
-    from quipu.storage.sqlite.store import SQLiteStore
-
+    """Ingest ``chunks`` chunks into ``store`` (empty) in documents of ``per_document`` chunks
+    each (one call per document), then time ``queries`` searches over the whole corpus."""
     rng = random.Random(seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        store = (
-            open_store(database)
-            if database and open_store is not None
-            else SQLiteStore(Path(tmp) / "docs.db")
-        )
-        service = MemoryService(store, embedder, replace(Limits(), max_k=100))
-        docs = DocumentService(service)
-        who = Principal("bench", "key-bench", Role.AGENT, agent_id="docs-scale")
-        written = 0
-        seconds = 0.0
-        number = 0
-        chars = 0
-        while written < chunks:
-            count = min(per_document, chunks - written)
-            text = "\n\n".join(_paragraph(rng, number + i) for i in range(count))
-            number += count
-            mark = time.perf_counter()
-            added = docs.add(who, text, title=f"manual {number}")
-            seconds += time.perf_counter() - mark
-            written += int(added["chunks"])
-            chars += len(text)
-            if progress is not None:
-                progress(written)
-        docs.search(who, "warm up the index")  # the first search loads the corpus
-        latencies = []
-        for _ in range(queries):
-            query = " ".join(rng.choice(_WORDS) for _ in range(4))
-            mark = time.perf_counter()
-            docs.search(who, query, k=10)
-            latencies.append((time.perf_counter() - mark) * 1000.0)
-        backend = store.capabilities.backend
-        docs.close()
-        store.close()
+    service = MemoryService(store, embedder, Limits())
+    docs = DocumentService(service)
+    who = Principal("bench", "key-bench", Role.AGENT, agent_id="docs-scale")
+    written = 0
+    seconds = 0.0
+    number = 0
+    chars = 0
+    while written < chunks:
+        count = min(per_document, chunks - written)
+        text = "\n\n".join(_paragraph(rng, number + i) for i in range(count))
+        number += count
+        mark = time.perf_counter()
+        added = docs.add(who, text, title=f"manual {number}")
+        seconds += time.perf_counter() - mark
+        written += int(added["chunks"])
+        chars += len(text)
+        if progress is not None:
+            progress(written)
+    docs.search(who, "warm up the index")  # the first search loads the corpus
+    latencies = []
+    for _ in range(queries):
+        query = " ".join(rng.choice(_WORDS) for _ in range(4))
+        mark = time.perf_counter()
+        docs.search(who, query, k=10)
+        latencies.append((time.perf_counter() - mark) * 1000.0)
+    backend = store.capabilities.backend
+    docs.close()
     return {
         "backend": backend,
         "chunks": written,

@@ -502,22 +502,23 @@ def documents_scale(
 ) -> None:
     """Ingest N chunks of generated text as documents into one corpus and time search over it:
     chunks/s and search p50/p95."""
+    from quipu.composition import build_store, load_settings
     from quipu.embeddings.local import LocalEmbedder
     from quipu.evals import documents_bench
 
-    def open_store(url: str) -> Any:
-        from quipu.storage.postgres.store import PostgresStore
-
-        return PostgresStore(url)
-
-    with console.status("documents scale") as status:
-        result = documents_bench.scale(
-            LocalEmbedder(),
-            database,
-            chunks,
-            per_document=per_document,
-            queries=queries,
-            progress=_reporter(status, "chunks", chunks),
-            open_store=open_store,
-        )
+    with tempfile.TemporaryDirectory() as tmp:
+        target = database or str(Path(tmp) / "docs.db")
+        store = build_store(load_settings({"database": target}, environ={}))
+        try:
+            with console.status("documents scale") as status:
+                result = documents_bench.scale(
+                    LocalEmbedder(),
+                    store,
+                    chunks,
+                    per_document=per_document,
+                    queries=queries,
+                    progress=_reporter(status, "chunks", chunks),
+                )
+        finally:
+            store.close()
     _emit("documents-scale", result, out)
