@@ -12,7 +12,8 @@ new segment, so a section's text never shares a chunk with the end of the previo
 block longer than ``max_chars`` is cut at the last sentence end (``. ! ?`` followed by space),
 else the last whitespace, else hard at ``max_chars``. The segments tile the text exactly (no
 character dropped, none reordered). Each chunk is its segment plus up to ``overlap`` characters
-of the one before it, starting at a word boundary, unless the segment starts a section. Chunks
+of the one before it, starting at the first word that begins within them, unless the segment
+starts a section. Chunks
 are kept verbatim: ``text[start:end]``.
 """
 
@@ -272,12 +273,14 @@ def chunk_spans(
         begin = start
         if i and not section and overlap > 0:
             floor = max(segments[i - 1][0], start - overlap)
-            space = text.rfind(" ", floor, start)
-            newline = text.rfind("\n", floor, start)
-            mark = max(space, newline)
-            begin = mark + 1 if mark >= floor else start
+            begin = next((at for at in range(floor, start) if _word_start(text, at)), start)
         spans.append((begin, end))
     return spans
+
+
+def _word_start(text: str, at: int) -> bool:
+    """Whether a word starts at ``at`` (a non-space character after a space or the start)."""
+    return not text[at].isspace() and (at == 0 or text[at - 1].isspace())
 
 
 # -- snippets ------------------------------------------------------------------------------------
