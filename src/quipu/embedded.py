@@ -22,12 +22,15 @@ from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
 from quipu.core.sessions import SessionTurn
+from quipu.documents import Documents, DocumentService
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.jobs.visibility import visible_job, visible_jobs
+from quipu.kv import KeyValues, KeyValueService
 from quipu.runtime import Runtime
+from quipu.search import SearchService
 from quipu.settings import Settings
 from quipu.storage.base import Vector
 from quipu.wire import Instant, job_is_done
@@ -96,6 +99,11 @@ class Quipu:
         self.runtime = runtime
         self.service = runtime.service
         self.principal = principal
+        #: The key/value plane (KV-1): ``kv.set(key, value)``, ``kv.get(key).value``, ...
+        self.kv = KeyValues(KeyValueService(runtime.service), principal)
+        #: The documents plane (DOC-1): ``documents.add(text, title=...)``, ``.search(q)``, ...
+        self.documents = Documents(DocumentService(runtime.service), principal)
+        self._search = SearchService(runtime.service, self.documents.service, self.kv.service)
 
     # -- writes ------------------------------------------------------------------------------
     def remember(
@@ -211,6 +219,18 @@ class Quipu:
         return self.service.recall(self.principal, **_options(locals()))
 
     # -- sessions, jobs, export --------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        scope: str = "agent",
+        k: int | None = None,
+        planes: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Every plane of one scope at once, each row labelled with its plane (RECALL-8):
+        "where did I record this?"."""
+        return self._search.search(self.principal, query, scope=scope, k=k, planes=planes)
+
     def session(self, session_id: str) -> Session:
         return Session(self, session_id)
 
@@ -362,6 +382,7 @@ class Quipu:
         return replace(self.principal, key_id=f"reviewer:{name}")
 
     def close(self) -> None:
+        self.documents.service.close()
         self.runtime.close()
 
     def __enter__(self) -> Quipu:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
+from quipu.core import planes as plane_rules
 from quipu.core import validate
 from quipu.core.auth import Actor
 from quipu.core.governance import corroboration
@@ -423,15 +424,30 @@ class MemoryService:
             self.limits.default_k if k is None else k, field="k", low=1, high=self.limits.max_k
         )
         ref = resolve_scope(principal, scope)
-        request = RecallQuery(
-            text=text,
-            ref=ref,
-            filters=self.guard.filters(**filters),
-            size=size,
-            planes=frozenset(planes or ["facts"]),
-            sources=self.store.capabilities.sources,
+        chosen = plane_rules.parse(planes, default=plane_rules.RECALL_DEFAULT)
+        flt = self.guard.filters(**filters)
+        sources = self.store.capabilities.sources
+        kinds = plane_rules.memory_kinds(chosen, flt.kinds)
+        if kinds is None:  # no memory plane chosen: recall reads nothing (use search)
+            result = RecallResult([], {"total": 0, "limit": size, "scope": ref.scope.value})
+        else:
+            request = RecallQuery(
+                text=text,
+                ref=ref,
+                filters=replace(flt, kinds=kinds),
+                size=size,
+                planes=chosen,
+                sources=sources,
+            )
+            result = self.pipeline.recall(request, started)
+        # RECALL-8: recall serves the memory planes; a plane it cannot serve is named.
+        unserved = sorted(chosen - (sources & plane_rules.MEMORY_PLANES))
+        result.meta.update(
+            planes=sorted(chosen - set(unserved)),
+            sources_applied=not unserved,
+            unserved_planes=unserved,
         )
-        return self.pipeline.recall(request, started)
+        return result
 
     # -- transfer ----------------------------------------------------------------------------
     def export(self, principal: Principal) -> Iterator[tuple[MemoryVersion, Vector | None]]:

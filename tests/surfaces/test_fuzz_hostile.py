@@ -42,7 +42,10 @@ from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import local_resolver
 from quipu.surfaces.http.server import build_server
 from quipu.surfaces.mcp import create_mcp_server, fixed_principal
+from quipu.surfaces.mcp.documents import DOCUMENT_TOOL_NAMES
 from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
+from quipu.surfaces.mcp.kv import KV_TOOL_NAMES
+from quipu.surfaces.mcp.search import SEARCH_TOOL_NAMES
 from tests.conftest import SERVER_BACKENDS
 from tests.surfaces.databases import fresh_database
 
@@ -415,6 +418,9 @@ TOOLS = [
     "session_history",
     "memory_promote",
     *GOVERNANCE_TOOL_NAMES,  # issue 22
+    *KV_TOOL_NAMES,  # issue 28
+    *DOCUMENT_TOOL_NAMES,
+    *SEARCH_TOOL_NAMES,
 ]
 TOOL_VALID = {**VALID, "session_id": "s1"}
 

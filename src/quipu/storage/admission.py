@@ -150,6 +150,6 @@ def _clean(text: str) -> bool:
 
 def _screened(path: str) -> bool:
     """Every string inside JSON values is screened; elsewhere, all but machine fields."""
-    if path.startswith(("metadata", "details", "payload")):
+    if path.startswith(("metadata", "details", "payload", "value")):
         return True
     return path.rsplit(".", 1)[-1].split("[", 1)[0] not in MACHINE_FIELDS

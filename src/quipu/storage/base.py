@@ -13,10 +13,12 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from quipu.core.auth import Actor, AuditEvent, Credential, Tenant
+from quipu.core.documents import Chunk, Document, StoredChunk
 from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
 from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.portable import PortableSession
+from quipu.core.kv import KVChange, KVEntry
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
@@ -415,3 +417,78 @@ class Store(Protocol):
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
         """Every version in a stable order, with its vector when one is stored."""
+
+    # -- key/value plane (KV-1) ----------------------------------------------------------------
+    def kv_write(
+        self,
+        ref: ScopeRef,
+        change: KVChange,
+        expected_version: int | None,
+        now: datetime,
+        quota: int,
+    ) -> KVEntry:
+        """Append the next version of ``change.key`` in ``ref`` (a value, or a delete) and end
+        the current one, with its audit line, in one serialised transaction. The
+        compare-and-set is :func:`quipu.core.kv.check_write` (409 ``version_conflict``, 404 to
+        delete a key holding no value, 409 ``erased``); LimitExceeded ``quota_exceeded`` when
+        a new key would pass ``quota`` keys holding values in ``ref``."""
+
+    def kv_get(self, ref: ScopeRef, key: str, as_of: datetime | None) -> KVEntry | None:
+        """The current version of ``key`` (a delete's version included), or the one in force
+        at ``as_of``; None when there is none."""
+
+    def kv_history(self, ref: ScopeRef, key: str) -> list[KVEntry]:
+        """Every version of ``key``, oldest first."""
+
+    def kv_list(
+        self, ref: ScopeRef, prefix: str, after: str | None, limit: int, as_of: datetime | None
+    ) -> list[KVEntry]:
+        """Up to ``limit`` keys starting with ``prefix`` and after ``after`` that hold a value
+        (now, or at ``as_of``), in byte order of the key."""
+
+    def kv_erase(self, ref: ScopeRef, key: str, audit: AuditEvent) -> int:
+        """Wipe the value and reason of every version of ``key``, mark them erased and write
+        ``audit``, in one transaction; the number of versions wiped (0: no such key)."""
+
+    # -- documents plane (DOC-1) ---------------------------------------------------------------
+    def doc_add(
+        self,
+        ref: ScopeRef,
+        document: Document,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Vector | None],
+        pin: EmbeddingPin,
+        audit: AuditEvent,
+    ) -> Document:
+        """Store ``document`` with its chunks (each with its vector, or None when not served)
+        and ``audit`` in one transaction, pinning the scope's corpus to ``pin`` on its first
+        document; Conflict ``corpus_model_mismatch`` (nothing written) when it is pinned to
+        another model or dimension."""
+
+    def doc_delete(
+        self, ref: ScopeRef, document_id: str, audit: AuditEvent, reason: str | None
+    ) -> Document | None:
+        """Mark an active document deleted (its version + 1; its chunks leave search) with
+        ``audit``; None when there is no such active document."""
+
+    def doc_erase(self, ref: ScopeRef, document_id: str, audit: AuditEvent) -> int:
+        """Compliance erase of a document not yet erased: its chunks deleted (text and
+        vectors), its title, metadata and reasons wiped (audit lines about it included), status
+        ``erased``, with ``audit``, in one transaction. The chunks removed; 0 when there is no
+        such document."""
+
+    def doc_get(self, ref: ScopeRef, document_id: str) -> Document | None: ...
+
+    def doc_list(self, ref: ScopeRef, after: str | None, limit: int) -> list[Document]:
+        """Active documents of the scope, by id, after ``after``."""
+
+    def doc_corpus(self, ref: ScopeRef) -> tuple[EmbeddingPin, int] | None:
+        """The corpus's pinned model and its generation (which moves with each change)."""
+
+    def doc_served(self, ref: ScopeRef) -> list[StoredChunk]:
+        """Every chunk search may serve (active, of an active document), with its vector."""
+
+    def doc_chunks(
+        self, ref: ScopeRef, document_id: str, start: int = 0, end: int = 2**62
+    ) -> list[StoredChunk]:
+        """The chunks of one document overlapping ``[start, end)``, by ``seq``, no vectors."""

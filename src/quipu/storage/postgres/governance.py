@@ -58,6 +58,9 @@ CONTENT_TABLES = (
     "session_owners",
     "legal_holds",
     "snapshots",
+    "kv_entries",
+    "documents",
+    "doc_chunks",
 )
 
 

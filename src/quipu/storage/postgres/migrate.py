@@ -38,6 +38,10 @@ DISTRIBUTED = (
     "snapshots",
     "projects",
     "idempotency_keys",
+    "kv_entries",
+    "documents",
+    "doc_chunks",
+    "doc_corpora",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

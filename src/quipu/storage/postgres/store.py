@@ -39,9 +39,11 @@ from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.decode import decode_row, decode_rows, loads
 from quipu.storage.postgres import bulk, routed
 from quipu.storage.postgres.control import ControlTables
+from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.idempotency import IdempotencyTables
+from quipu.storage.postgres.kv import KVTables
 from quipu.storage.postgres.migrate import is_distributed, migrate
 from quipu.storage.postgres.portable import PortableTables
 from quipu.storage.postgres.registry import RegistryTables
@@ -74,7 +76,14 @@ _PIN_LOCK = 0x7170696E
 
 
 class PostgresStore(
-    ControlTables, WorkTables, GovernanceTables, RegistryTables, IdempotencyTables, PortableTables
+    ControlTables,
+    WorkTables,
+    GovernanceTables,
+    RegistryTables,
+    IdempotencyTables,
+    PortableTables,
+    KVTables,
+    DocumentTables,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
@@ -117,7 +126,7 @@ class PostgresStore(
             backend="postgres",
             vector_search="exact-btree+hnsw",
             full_text="bm25-tsvector",
-            sources=frozenset({"facts"}),
+            sources=frozenset({"facts", "notes"}),
         )
         if migrate_schema:
             bulk.refresh_terms(self)

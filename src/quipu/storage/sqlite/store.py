@@ -41,8 +41,10 @@ from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
+from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
 from quipu.storage.sqlite.idempotency import IdempotencyTables
+from quipu.storage.sqlite.kv import KVTables
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.portable import PortableTables
 from quipu.storage.sqlite.rows import (
@@ -72,6 +74,8 @@ class SQLiteStore(
     GovernanceTables,
     IdempotencyTables,
     PortableTables,
+    KVTables,
+    DocumentTables,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
@@ -99,7 +103,7 @@ class SQLiteStore(
             backend="sqlite",
             vector_search="exact-numpy",
             full_text="bm25-scope",
-            sources=frozenset({"facts"}),
+            sources=frozenset({"facts", "notes"}),
         )
 
     # -- connections -------------------------------------------------------------------------

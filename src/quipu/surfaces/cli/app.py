@@ -20,7 +20,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from quipu.core.urls import mask_credentials
 from quipu.errors import QuipuError
 from quipu.surfaces.cli import access, bench, governance, jobs, portable, target
+from quipu.surfaces.cli import documents as documents_cli
 from quipu.surfaces.cli import eval as eval_cli
+from quipu.surfaces.cli import kv as kv_cli
 from quipu.surfaces.cli.options import Config, Db, env_key, fail, rows_table, settings_or_exit
 
 if TYPE_CHECKING:
@@ -37,6 +39,9 @@ app.add_typer(access.keys, name="keys")
 app.add_typer(access.tokens, name="tokens")
 app.add_typer(jobs.jobs, name="jobs")
 app.add_typer(eval_cli.app, name="eval")
+app.add_typer(kv_cli.kv, name="kv")
+app.add_typer(documents_cli.documents, name="documents")
+app.command("search")(documents_cli.search_all)
 app.command()(jobs.worker)
 app.command("export")(portable.export_)
 app.command("import")(portable.import_)

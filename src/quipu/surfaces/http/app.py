@@ -18,11 +18,14 @@ from quipu.surfaces.http.observe import RequestContext, route_templates
 from quipu.surfaces.http.openapi import declare_bearer
 from quipu.surfaces.http.routers import (
     admin,
+    documents,
     governance,
     health,
+    kv,
     memories,
     ops,
     recall,
+    search,
     sessions,
     transfer,
 )
@@ -77,4 +80,7 @@ def create_app(
     for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     app.include_router(governance.router, responses=ERROR_RESPONSES)
+    app.include_router(kv.router, responses=ERROR_RESPONSES)
+    app.include_router(documents.router, responses=ERROR_RESPONSES)
+    app.include_router(search.router, responses=ERROR_RESPONSES)
     return app

@@ -26,11 +26,14 @@ from typing_extensions import TypedDict
 
 from quipu.core.records import MemoryVersion, Principal
 from quipu.core.views import MAX_FIELDS, ExtraField, check_fields, recall_entries, recall_view
+from quipu.documents import DocumentService
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.fanout import recall_across
 from quipu.governance import GovernanceService
 from quipu.jobs.visibility import job_handle
+from quipu.kv import KeyValueService
 from quipu.memories import MemoryService
+from quipu.search import SearchService
 from quipu.sessions import SessionService
 from quipu.surfaces import metrics
 from quipu.surfaces.forgetting import forget_once
@@ -38,7 +41,10 @@ from quipu.surfaces.http.encoding import clean_text, json_safe
 from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
+from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
+from quipu.surfaces.mcp.kv import kv_tools
+from quipu.surfaces.mcp.search import search_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
 
@@ -423,8 +429,12 @@ def create_mcp_server(
 
     if sessions is not None:
         _session_tools(server, sessions, call)
-    if governance is not None:
+    if governance is not None:  # a runtime's server: every plane's tools
         governance_tools(server, governance, call)
+        kv, documents = KeyValueService(service), DocumentService(service)
+        kv_tools(server, kv, call)
+        document_tools(server, documents, call)
+        search_tools(server, SearchService(service, documents, kv), call)
     return server
 
 
