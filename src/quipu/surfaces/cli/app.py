@@ -19,7 +19,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from quipu.core.urls import mask_credentials
 from quipu.errors import QuipuError
-from quipu.surfaces.cli import access, bench, governance, jobs, portable, target
+from quipu.surfaces.cli import (
+    access,
+    bench,
+    bench_planes,  # noqa: F401  (adds its commands to bench.app)
+    governance,
+    jobs,
+    portable,
+    target,
+)
 from quipu.surfaces.cli import documents as documents_cli
 from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli import kv as kv_cli

@@ -8,18 +8,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from quipu.composition import build_runtime, build_service, local_principal
-from quipu.documents import Documents, DocumentService
 from quipu.errors import InvalidInput, QuipuError
-from quipu.kv import KeyValueService
-from quipu.search import SearchService
 from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from quipu.documents import Documents
 
 documents = typer.Typer(
     help="Documents of one scope: add, search, read, list, delete (DOC-1).", no_args_is_help=True
@@ -30,6 +29,9 @@ _SUFFIXES = {".md": "text/markdown", ".markdown": "text/markdown", ".html": "tex
 
 
 def _run(db: str | None, config: Path | None, action: Callable[[Documents], Any]) -> None:
+    from quipu.composition import build_runtime, build_service, local_principal
+    from quipu.documents import Documents, DocumentService
+
     settings = settings_or_exit(db, config)
     try:
         service = build_service(settings)
@@ -136,6 +138,11 @@ def search_all(
     ] = None,
 ) -> None:
     """Search every plane of one scope (facts, notes, documents, kv): rows labelled by plane."""
+    from quipu.composition import build_runtime, build_service, local_principal
+    from quipu.documents import DocumentService
+    from quipu.kv import KeyValueService
+    from quipu.search import SearchService
+
     settings = settings_or_exit(db, config)
     try:
         service = build_service(settings)

@@ -8,16 +8,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from quipu.composition import build_runtime, build_service, local_principal
 from quipu.errors import InvalidInput, QuipuError
-from quipu.kv import KeyValues, KeyValueService
 from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from quipu.kv import KeyValues
 
 kv = typer.Typer(
     help="Exact key/value entries of one scope: set, get, list, history, delete (KV-1).",
@@ -35,6 +36,9 @@ Reason = Annotated[str | None, typer.Option(help="Why (kept in history).")]
 
 def _run(db: str | None, config: Path | None, action: Callable[[KeyValues], Any]) -> None:
     """``action`` on the key/value plane of the store ``--db`` names; prints its JSON."""
+    from quipu.composition import build_runtime, build_service, local_principal
+    from quipu.kv import KeyValues, KeyValueService
+
     settings = settings_or_exit(db, config)
     try:
         service = build_service(settings)

@@ -1,0 +1,80 @@
+"""`quipu bench documents` and `quipu bench documents-scale`: the documents plane's benchmarks
+(issue 28, DOC-1), registered on the bench command group."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from quipu.surfaces.cli.bench import Data, Out, _dataset, _emit, _reporter, app, console
+
+# --------------------------------------------------------------------------------------
+# The documents plane (issue 28, DOC-1): quipu.evals.documents_bench
+# --------------------------------------------------------------------------------------
+
+
+@app.command()
+def documents(
+    data: Data = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Scored questions.")] = 20,
+    out: Out = None,
+) -> None:
+    """LongMemEval haystacks written as documents (one per session) and as memories (one per
+    turn) in one store: evidence any@k/all@k, tokens read per query, ingest and latency, per
+    plane, on the same questions."""
+    from quipu.core.limits import Limits
+    from quipu.embeddings.local import LocalEmbedder
+    from quipu.evals import documents_bench, public_bench
+    from quipu.memories import MemoryService
+    from quipu.storage.sqlite.store import SQLiteStore
+
+    path = _dataset(data, "longmemeval")
+    haystacks = public_bench.longmemeval_haystacks(path, limit)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "docs.db")
+        service = MemoryService(store, LocalEmbedder(), Limits())
+        with console.status("documents bench") as status:
+            result = documents_bench.evidence(
+                service, haystacks, progress=_reporter(status, "questions", len(haystacks))
+            )
+        service.close()
+        store.close()
+    _emit("documents", {"data": str(path), "limit": limit, **result}, out)
+
+
+@app.command("documents-scale")
+def documents_scale(
+    chunks: Annotated[int, typer.Option("-n", help="Chunks in the corpus.")] = 10_000,
+    per_document: Annotated[int, typer.Option(help="Chunks per document (one add each).")] = 500,
+    queries: Annotated[int, typer.Option(help="Timed searches.")] = 100,
+    database: Annotated[
+        str | None,
+        typer.Option(help="An empty postgresql:// database instead of a temporary SQLite file."),
+    ] = None,
+    out: Out = None,
+) -> None:
+    """Ingest N chunks of generated text as documents into one corpus and time search over it:
+    chunks/s and search p50/p95."""
+    from quipu.composition import build_store, load_settings
+    from quipu.embeddings.local import LocalEmbedder
+    from quipu.evals import documents_bench
+
+    with tempfile.TemporaryDirectory() as tmp:
+        target = database or str(Path(tmp) / "docs.db")
+        store = build_store(load_settings({"database": target}, environ={}))
+        try:
+            with console.status("documents scale") as status:
+                result = documents_bench.scale(
+                    LocalEmbedder(),
+                    store,
+                    chunks,
+                    per_document=per_document,
+                    queries=queries,
+                    progress=_reporter(status, "chunks", chunks),
+                )
+        finally:
+            store.close()
+    _emit("documents-scale", result, out)
