@@ -37,6 +37,12 @@ DISTRIBUTED = (
     "legal_holds",
     "snapshots",
     "projects",
+    "knowledge_versions",
+    "knowledge_state",
+    "recall_ledger",
+    "recall_references",
+    "usage_events",
+    "memory_usage",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

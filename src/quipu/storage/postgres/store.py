@@ -41,6 +41,7 @@ from quipu.storage.postgres import bulk, routed
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
+from quipu.storage.postgres.knowledge import KnowledgeTables
 from quipu.storage.postgres.migrate import is_distributed, migrate
 from quipu.storage.postgres.registry import RegistryTables
 from quipu.storage.postgres.rows import (
@@ -71,7 +72,7 @@ _CHUNK = 1000
 _PIN_LOCK = 0x7170696E
 
 
-class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables):
+class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables, KnowledgeTables):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
     def __init__(

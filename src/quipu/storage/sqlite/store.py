@@ -42,6 +42,7 @@ from quipu.storage.decode import decode_row, decode_rows
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.governance import GovernanceTables
+from quipu.storage.sqlite.knowledge import KnowledgeTables
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.rows import (
     COLUMNS,
@@ -62,7 +63,9 @@ _CHUNK = 500
 _LOG_KEPT = 1024
 
 
-class SQLiteStore(ScopeSearch, BulkTables, ControlTables, WorkTables, GovernanceTables):
+class SQLiteStore(
+    ScopeSearch, BulkTables, ControlTables, WorkTables, GovernanceTables, KnowledgeTables
+):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(
