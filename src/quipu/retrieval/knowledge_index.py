@@ -85,19 +85,24 @@ class SnapshotCache:
     ) -> None:
         self._generation = generation
         self._load = load
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._found: OrderedDict[str, KnowledgeSnapshot] = OrderedDict()
+
+    def clear(self) -> None:
+        """Forget every snapshot (each is rebuilt on its next use)."""
+        with self.lock:
+            self._found.clear()
 
     def get(self, tenant_id: str, dim: int) -> KnowledgeSnapshot:
         current = self._generation(tenant_id)
-        with self._lock:
+        with self.lock:
             found = self._found.get(tenant_id)
             if found is not None and found.generation == current:
                 self._found.move_to_end(tenant_id)
                 return found
         generation, rows = self._load(tenant_id)
         built = KnowledgeSnapshot.build(generation, rows, dim)
-        with self._lock:
+        with self.lock:
             self._found[tenant_id] = built
             self._found.move_to_end(tenant_id)
             while len(self._found) > _CACHED_TENANTS:
