@@ -68,7 +68,7 @@ from quipu.storage.base import Vector
 #: Cosine similarity (bundled model, title and body embedded together) at or above which a
 #: new article is a near duplicate of an existing one and becomes a draft (KNOW-2). Measured on
 #: the labelled pairs of :mod:`quipu.evals.novelty` (docs/knowledge.md, "Novelty gate").
-NEAR_DUPLICATE = 0.9
+NEAR_DUPLICATE = 0.579
 #: Grant that lets a non-admin key erase (as for memories).
 ERASE_GRANT = "memory:erase"
 

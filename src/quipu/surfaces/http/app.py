@@ -17,6 +17,7 @@ from quipu.surfaces.http.routers import (
     admin,
     governance,
     health,
+    knowledge,
     memories,
     recall,
     sessions,
@@ -61,4 +62,5 @@ def create_app(
     for router in (memories.router, recall.router, sessions.router, admin.router, transfer.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     app.include_router(governance.router, responses=ERROR_RESPONSES)
+    app.include_router(knowledge.router, responses=ERROR_RESPONSES)
     return app

@@ -26,13 +26,16 @@ from typing_extensions import TypedDict
 from quipu.core.records import MemoryVersion, Principal
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.governance import GovernanceService
+from quipu.knowledge import KnowledgeService
 from quipu.memories import MemoryService
+from quipu.recall_context import MergedRecall
 from quipu.sessions import SessionService
 from quipu.surfaces.http.encoding import json_safe
 from quipu.surfaces.http.errors import summarize
 from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.governance import governance_tools
+from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
 
@@ -369,6 +372,8 @@ def create_mcp_server(
         _session_tools(server, sessions, call)
     if governance is not None:
         governance_tools(server, governance, call)
+        # the full runtime's server also has the knowledge plane (issue 25)
+        knowledge_tools(server, MergedRecall(KnowledgeService(service)), call)
     return server
 
 
