@@ -5,6 +5,7 @@ best. `python -m quipu.evals.novelty` prints the figures docs/knowledge.md quote
 
 from __future__ import annotations
 
+import itertools
 import json
 from importlib import resources
 from typing import Any
@@ -30,7 +31,7 @@ def calibrate(embedder: Embedder) -> dict[str, Any]:
     cosines = [float(np.dot(x, y)) for x, y in zip(left, right, strict=True)]
     labels = [same for _, _, same in items]
     ordered = sorted(set(cosines))
-    cuts = [(lo + hi) / 2 for lo, hi in zip(ordered, ordered[1:], strict=False)]
+    cuts = [(lo + hi) / 2 for lo, hi in itertools.pairwise(ordered)]
     best_cut, best_acc = 1.0, -1.0
     for cut in cuts:
         acc = sum((c >= cut) == y for c, y in zip(cosines, labels, strict=True)) / len(items)

@@ -186,9 +186,9 @@ def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None
     def recall_context(
         query: Annotated[str, Field(description="The task or question (at most 500 chars).")],
         ctx: Context,
-        scopes: Annotated[list[ScopeName], Field(description="Memory scopes to read (1-5).")] = [
-            "agent"
-        ],  # noqa: B006 (pydantic copies defaults)
+        scopes: Annotated[
+            list[ScopeName] | None, Field(description="Memory scopes to read (1-5; agent).")
+        ] = None,
         include_knowledge: Annotated[bool, Field(description="Search knowledge too.")] = True,
         budget_tokens: Annotated[
             int, Field(description="Token budget of the answer (estimate).", ge=1, le=100_000)
@@ -204,7 +204,7 @@ def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None
             lambda who: merged.recall_context(
                 who,
                 query,
-                scopes=list(scopes),
+                scopes=list(scopes or ["agent"]),
                 include_knowledge=include_knowledge,
                 budget_tokens=budget_tokens,
                 session_id=session_id,
