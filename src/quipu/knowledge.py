@@ -151,11 +151,13 @@ class KnowledgeService:
         status: object = "published",
         source: str = "explicit",
         memory_id: str | None = None,
+        owner: str | None = None,
     ) -> ArticleWrite:
         """Store a new article through the novelty gate (KNOW-2): an exact duplicate of an
         article the caller can read answers with it (``deduplicated``), a near duplicate is
         stored as a draft linked to it (``gated_to_draft``), anything else as asked
-        (``created``). 503 ``novelty_gate_unavailable`` when the gate cannot embed."""
+        (``created``). 503 ``novelty_gate_unavailable`` when the gate cannot embed. ``owner``
+        (graduation only) names the subject the article belongs to, else the writer."""
         fields = self._fields(principal, title, body, category, tags, project)
         vis = validate.enum(Visibility, visibility, field="visibility")
         wanted = _status(status)
@@ -166,7 +168,7 @@ class KnowledgeService:
             id=uuid.uuid4().hex,
             version=1,
             tenant_id=principal.tenant_id,
-            owner=subject_of(principal),
+            owner=owner or subject_of(principal),
             visibility=vis,
             status=wanted,
             source=source,

@@ -133,3 +133,18 @@ def test_api_003_knowledge_tools_over_mcp(tmp_path: Path, local_embedder: LocalE
 
     anyio.run(main)
     service.store.close()
+
+
+def test_grad_001_http_graduate_status_codes(http: Any) -> None:
+    made = http("POST", "t.a", "/v1/memories", {"text": "Deploys need the VPN and a release."})
+    mid = made.json()["memory"]["id"]
+    first = http("POST", "t.a", f"/v1/memories/{mid}/graduate", {})
+    assert first.status_code == 201, first.text
+    assert first.json()["article"]["visibility"] == "owner"
+    again = http("POST", "t.a", f"/v1/memories/{mid}/graduate", {})
+    assert again.status_code == 200 and again.json()["verdict"] == "deduplicated"
+    wide = http("POST", "t.a", f"/v1/memories/{mid}/graduate", {"re_scope": "tenant"})
+    assert wide.status_code == 403
+    assert http("POST", "u.admin", f"/v1/memories/{mid}/graduate", {}).status_code == 404
+    bad = http("POST", "t.a", f"/v1/memories/{mid}/graduate", {"re_scope": "global"})
+    assert bad.status_code == 422

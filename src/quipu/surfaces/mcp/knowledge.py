@@ -1,7 +1,8 @@
 """The knowledge and merged-recall tools (issue 25: KNOW-1, KNOW-2, RECALL-9, API-3):
 ``knowledge_search``, ``knowledge_get``, ``knowledge_create``, ``knowledge_update``,
-``recall_context`` and ``recall_referenced``. No tool takes a tenant, owner or subject
-(SCOPE-2); text holding stored content is rendered as a defanged data block (SAFE-2)."""
+``recall_context``, ``recall_referenced`` and ``memory_graduate`` (GRAD-1). No tool takes a
+tenant, owner or subject (SCOPE-2); text holding stored content is rendered as a defanged data
+block (SAFE-2)."""
 
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
@@ -13,6 +14,7 @@ from pydantic import Field
 from quipu.core.records import Principal
 from quipu.recall_context import MergedRecall
 from quipu.safety import render_data_block
+from quipu.usage import Graduation
 
 KNOWLEDGE_TOOL_NAMES = (
     "knowledge_search",
@@ -21,6 +23,7 @@ KNOWLEDGE_TOOL_NAMES = (
     "knowledge_update",
     "recall_context",
     "recall_referenced",
+    "memory_graduate",
 )
 
 Call = Callable[[Context, Callable[[Principal], Any], Callable[[Any], str] | None], CallToolResult]
@@ -57,6 +60,12 @@ Tell the server which rows of a recall_context answer you actually used: `recall
 answer's meta and up to 50 ids from its rows. Only ids that recall surfaced to you are
 accepted; any other id fails the whole call (`not_surfaced`) and nothing is recorded. Repeats
 count once. This signal is never used to rank anything."""
+GRADUATE = """\
+Turn one of your memories into a knowledge article now (it also happens on its own to memories
+recalled often). The article goes through the novelty gate and is an owner-visible draft;
+`re_scope: "tenant"` (needs the tenant:write grant) makes it a published article for the whole
+organisation. A memory graduates once: asking again returns its article (`deduplicated`), but
+re-scoping one that graduated narrow is `already_graduated`."""
 ScopeName = Literal["agent", "user", "agent_user", "tenant"]
 
 
@@ -226,3 +235,19 @@ def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None
         ctx: Context,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(ctx, lambda who: merged.referenced(who, recall_id, ids), None)
+
+    graduation = Graduation(kb)
+
+    @server.tool(
+        name="memory_graduate", title="Graduate a memory", description=GRADUATE, annotations=writer
+    )
+    def memory_graduate(
+        memory_id: Annotated[str, Field(description="The memory's id.")],
+        ctx: Context,
+        re_scope: Annotated[
+            Literal["tenant"] | None, Field(description="tenant: publish tenant-wide.")
+        ] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx, lambda who: graduation.graduate(who, memory_id, re_scope=re_scope).to_dict(), None
+        )

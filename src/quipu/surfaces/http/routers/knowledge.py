@@ -17,6 +17,7 @@ from quipu.recall_context import MergedRecall
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.schemas import Body
+from quipu.usage import Graduation
 
 router = APIRouter(prefix="/v1", tags=["knowledge"])
 Json = dict[str, Any]
@@ -187,3 +188,22 @@ def recall_referenced(
     recall_id: str, body: ReferencedBody, merged: Merged, who: Who
 ) -> SafeJSONResponse:
     return SafeJSONResponse(merged.referenced(who, recall_id, body.ids))
+
+
+class GraduateBody(Body):
+    re_scope: Literal["tenant"] | None = Field(
+        None, description='"tenant": a published tenant article (needs the tenant:write grant).'
+    )
+
+
+@router.post(
+    "/memories/{memory_id}/graduate",
+    summary="Graduate a memory into a knowledge article",
+    response_model=Json,
+    status_code=201,
+)
+def graduate_memory(
+    memory_id: str, body: GraduateBody, merged: Merged, who: Who
+) -> SafeJSONResponse:
+    done = Graduation(merged.knowledge).graduate(who, memory_id, re_scope=body.re_scope)
+    return SafeJSONResponse(done.to_dict(), status_code=201 if done.created else 200)
