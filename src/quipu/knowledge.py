@@ -44,6 +44,7 @@ from quipu.core.knowledge import (
 from quipu.core.query import Filters
 from quipu.core.records import Principal, Scope, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
+from quipu.embeddings.base import Embedder
 from quipu.errors import (
     EmbeddingUnavailable,
     Forbidden,
@@ -136,6 +137,8 @@ class KnowledgeService:
         # starts no threads (RecallPipeline._search_pool)
         self.limits = replace(memories.limits, recall_concurrency=1)
         self.snapshots = SnapshotCache(self.store.knowledge_generation, self.store.knowledge_live)
+        #: What embeds search queries (a merged recall shares its query memo here).
+        self.query_embedder: Embedder | None = self.embedder
 
     # -- writes ------------------------------------------------------------------------------
     def create(
@@ -371,7 +374,8 @@ class KnowledgeService:
             ],
             dtype=bool,
         )
-        pipeline = RecallPipeline(KnowledgePort(snap, allowed), self.embedder, lim, self._clock)
+        port = KnowledgePort(snap, allowed)
+        pipeline = RecallPipeline(port, self.query_embedder, lim, self._clock)
         ref = ScopeRef(principal.tenant_id, Scope.TENANT, principal.tenant_id)
         found = pipeline.recall(RecallQuery(text, ref, flt, size), begun)
         hits = [

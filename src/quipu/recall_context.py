@@ -30,12 +30,14 @@ from typing import Any
 
 from quipu.core import validate
 from quipu.core.knowledge import RecallLedger, subject_of
-from quipu.core.query import Hit
+from quipu.core.query import Filters, Hit, RecallResult
 from quipu.core.records import Principal
 from quipu.core.scopes import parse_scope, resolve_scope
+from quipu.embeddings.memo import QueryMemo
 from quipu.errors import InvalidInput, QuipuError
 from quipu.knowledge import KnowledgeService
 from quipu.retrieval.knowledge_index import body_hash
+from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
 from quipu.retrieval.selection import (
     Knobs,
     Pooled,
@@ -60,10 +62,6 @@ KNOWLEDGE_TIMEOUT = 5.0
 #: Sessions whose shown articles one process remembers, and articles per session.
 _SESSIONS = 10_000
 _SHOWN_PER_SESSION = 500
-
-UsageSink = Callable[[Principal, str, Sequence[tuple[Hit, bool]]], None]
-"""Receives each recall's memory hits and whether each came from a degraded (keyword-only)
-read (RECALL-6); must not block."""
 
 
 @dataclass(frozen=True)
@@ -117,14 +115,19 @@ class MergedRecall:
         self,
         knowledge: KnowledgeService,
         *,
-        usage: UsageSink | None = None,
         knowledge_timeout: float = KNOWLEDGE_TIMEOUT,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.knowledge = knowledge
         self.memories = knowledge.memories
         self.store = knowledge.store
-        self.usage = usage
+        memories = knowledge.memories
+        # every read of one call embeds the same query: once, through the memo
+        memo = None if memories.embedder is None else QueryMemo(memories.embedder)
+        knowledge.query_embedder = memo
+        self._recall = RecallPipeline(
+            memories.store, memo, memories.limits, memories._clock, memories.reranker
+        )
         self.history = ShownHistory()
         self.knowledge_timeout = knowledge_timeout
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -132,6 +135,7 @@ class MergedRecall:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        self._recall.close()
 
     def recall_context(
         self,
@@ -176,11 +180,12 @@ class MergedRecall:
                 k=min(lim.max_k, knobs.pool_size(size) if knobs.enabled else size),
                 project=project_v,
             )
+        flt = self.memories.guard.filters(project=project_v)
         memory_rows: list[dict[str, Any]] = []
         considered_memory = 0
         for name in names:
             try:
-                found = self.memories.recall(principal, text, scope=name, k=size, project=project_v)
+                found = self._read_scope(principal, text, name, flt, size, started)
             except QuipuError as exc:
                 if exc.status < 500:
                     raise
@@ -191,8 +196,6 @@ class MergedRecall:
                 degraded.append(f"memory_{name}_{found.meta.get('reason') or 'fallback'}")
             considered_memory += len(found.results)
             memory_rows += [_memory_row(h, name, fallback) for h in found.results]
-            if self.usage is not None and found.results:
-                self.usage(principal, name, [(h, fallback) for h in found.results])
 
         knowledge_rows: list[dict[str, Any]] = []
         considered_knowledge = 0
@@ -280,6 +283,31 @@ class MergedRecall:
             "total_ms": round((time.perf_counter() - started) * 1000.0, 3),
         }
         return ContextResult(kept, render(kept), meta)
+
+    def _read_scope(
+        self,
+        principal: Principal,
+        text: str,
+        scope: str,
+        flt: Filters,
+        size: int,
+        started: float,
+    ) -> RecallResult:
+        """One scope's memory recall (SCOPE-4), as :meth:`MemoryService.recall` runs it, with
+        this call's query vector shared; its hits go to the usage recorder (RECALL-6)."""
+        ref = resolve_scope(principal, scope)
+        query = RecallQuery(
+            text=text,
+            ref=ref,
+            filters=flt,
+            size=size,
+            sources=self.store.capabilities.sources,
+        )
+        result = self._recall.recall(query, started)
+        usage = self.memories.usage
+        if usage is not None and result.results:
+            usage.offer(ref.tenant_id, text, result)
+        return result
 
     def referenced(self, principal: Principal, recall_id: object, ids: object) -> dict[str, Any]:
         """Record that the caller used ``ids`` of recall ``recall_id`` (RECALL-9). Every id must
