@@ -148,3 +148,18 @@ def test_grad_001_http_graduate_status_codes(http: Any) -> None:
     assert http("POST", "u.admin", f"/v1/memories/{mid}/graduate", {}).status_code == 404
     bad = http("POST", "t.a", f"/v1/memories/{mid}/graduate", {"re_scope": "global"})
     assert bad.status_code == 422
+
+
+def test_api_001_the_embedded_library_has_the_knowledge_plane(mem: Any) -> None:
+    memory = mem.remember("The staging deploy needs the VPN switched on.")
+    made = mem.knowledge_create("Staging", "Run make deploy-staging from the release branch.")
+    assert made.created and mem.knowledge_get(made.article.id).title == "Staging"
+    assert [h.article.id for h in mem.knowledge_search("deploy staging").results] == [
+        made.article.id
+    ]
+    out = mem.recall_context("deploy staging", scopes=["agent"])
+    assert {r["source"] for r in out.results} == {"memory", "knowledge"}
+    assert mem.recall_referenced(out.recall_id, [made.article.id])["accepted"] == 1
+    assert mem.graduate(memory.id).created
+    changed = mem.knowledge_update(made.article.id, expected_version=1, tags=["deploy"])
+    assert changed.article.version == 2
