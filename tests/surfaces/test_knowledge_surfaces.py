@@ -4,6 +4,7 @@ the gate's verdict, codes match the library, tools take no identity argument."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import anyio
 import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from quipu.composition import load_settings
 from quipu.core.limits import Limits
@@ -163,3 +165,37 @@ def test_api_001_the_embedded_library_has_the_knowledge_plane(mem: Any) -> None:
     assert mem.graduate(memory.id).created
     changed = mem.knowledge_update(made.article.id, expected_version=1, tags=["deploy"])
     assert changed.article.version == 2
+
+
+def test_api_003_knowledge_tools_over_stdio_degrade_without_a_model(tmp_path: Path) -> None:
+    """`quipu mcp` as a subprocess without the embedding model: recall_context answers from
+    the keyword path and says it is degraded; the novelty gate cannot run, so knowledge_create
+    is novelty_gate_unavailable and stores nothing (KNOW-2, RECALL-9)."""
+    quipu = Path(sys.executable).with_name("quipu")
+    params = StdioServerParameters(
+        command=str(quipu),
+        args=["mcp", "--db", str(tmp_path / "stdio.db")],
+        env={"QUIPU_EMBEDDER": "none"},
+        cwd=str(tmp_path),
+    )
+
+    async def main() -> None:
+        with (tmp_path / "stderr.log").open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert set(KNOWLEDGE_TOOL_NAMES) <= names
+                await client.call_tool("memory_remember", {"text": "Staging needs the VPN."})
+                made = await client.call_tool(
+                    "knowledge_create", {"title": "VPN", "body": "Staging needs the VPN."}
+                )
+                text = "".join(getattr(b, "text", "") for b in made.content)
+                assert made.is_error and "novelty_gate_unavailable" in text
+                out = await client.call_tool("recall_context", {"query": "staging VPN"})
+                data = out.structured_content
+                assert not out.is_error and data["meta"]["degraded"] is True
+                assert [r["source"] for r in data["results"]] == ["memory"]
+                assert data["results"][0]["selection_reason"] == "keyword_fallback"
+                found = await client.call_tool("knowledge_search", {"query": "VPN"})
+                assert found.structured_content["results"] == []
+
+    anyio.run(main)

@@ -25,6 +25,7 @@ measures retrieval, not the gate).
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from collections.abc import Sequence
@@ -57,11 +58,13 @@ def run(
     embedder: Embedder,
     *,
     conversations: int = 2,
+    skip: int = 0,
     k: int = 10,
     store: Store | None = None,
 ) -> dict[str, Any]:
-    """The scenario over the first ``conversations`` of ``path`` (see the module)."""
-    convs = load_locomo(path)[:conversations]
+    """The scenario over ``conversations`` of ``path`` after the first ``skip`` (see the
+    module)."""
+    convs = load_locomo(path)[skip : skip + conversations]
     totals: dict[str, Any] = {
         "questions": 0,
         "merged": _Tally(),
@@ -72,6 +75,7 @@ def run(
     lat_single: list[float] = []
     mismatched = 0
     confidence: dict[str, list[int]] = {}
+    separations: list[tuple[float | None, bool]] = []
     ingest_s = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for n, conv in enumerate(convs):
@@ -115,6 +119,7 @@ def run(
                 best = next((r for r in out.results if r["source"] == "knowledge"), None)
                 verdict = out.meta["answer_confidence"]
                 hit = best is not None and where[best["id"]] in gold
+                separations.append((out.meta["answer_separation"], hit))
                 confidence.setdefault(verdict, [0, 0])
                 confidence[verdict][0] += 1
                 confidence[verdict][1] += hit
@@ -138,6 +143,7 @@ def run(
     return {
         "dataset": str(path),
         "conversations": len(convs),
+        "skip": skip,
         "questions": totals["questions"],
         "k": k,
         "ingest_s": round(ingest_s, 1),
@@ -148,6 +154,7 @@ def run(
             verdict: {"questions": n, "top_knowledge_row_is_evidence": round(hits / n, 4)}
             for verdict, (n, hits) in sorted(confidence.items())
         },
+        "answer_calibration": calibrate_answer(separations),
         "deterministic": mismatched == 0,
         "nondeterministic_questions": mismatched,
         "latency_ms": {
@@ -238,4 +245,29 @@ def _percentiles(values: Sequence[float]) -> dict[str, float]:
         "p50": round(float(np.percentile(arr, 50)), 2),
         "p95": round(float(np.percentile(arr, 95)), 2),
         "n": len(values),
+    }
+
+
+def calibrate_answer(pairs: Sequence[tuple[float | None, bool]]) -> dict[str, Any]:
+    """How well ``answer`` (separation >= the threshold) predicts that the best knowledge row
+    is evidence: the accuracy of the threshold in use, and the threshold with the best
+    accuracy on these questions (ties to the lower one), beside the base rate."""
+    from quipu.retrieval.selection import ANSWER_SEPARATION
+
+    values = [(s if s is not None else -1.0, hit) for s, hit in pairs]
+    if not values:
+        return {}
+
+    def accuracy(cut: float) -> float:
+        return sum((s >= cut) == hit for s, hit in values) / len(values)
+
+    cuts = sorted({s for s, _ in values} | {math.inf})
+    best = max(cuts, key=lambda c: (accuracy(c), -c))
+    return {
+        "questions": len(values),
+        "base_rate": round(sum(h for _, h in values) / len(values), 4),
+        "threshold_in_use": ANSWER_SEPARATION,
+        "accuracy_in_use": round(accuracy(ANSWER_SEPARATION), 4),
+        "best_threshold": None if math.isinf(best) else round(best, 4),
+        "accuracy_at_best": round(accuracy(best), 4),
     }

@@ -461,6 +461,9 @@ def knowledge(
     conversations: Annotated[
         int, typer.Option("--conversations", min=1, help="LoCoMo conversations to load.")
     ] = 2,
+    skip: Annotated[
+        int, typer.Option("--skip", min=0, help="Conversations to leave out first (held out).")
+    ] = 0,
     k: Annotated[int, typer.Option("--k", min=1, max=100, help="Rows per question.")] = 10,
     out: Out = None,
 ) -> None:
@@ -471,5 +474,7 @@ def knowledge(
 
     path = _dataset(data, "locomo")
     with Status("knowledge scenario", console=Console(stderr=True)):
-        result = knowledge_bench.run(path, LocalEmbedder(), conversations=conversations, k=k)
+        result = knowledge_bench.run(
+            path, LocalEmbedder(), conversations=conversations, skip=skip, k=k
+        )
     _emit("knowledge", result, out)
