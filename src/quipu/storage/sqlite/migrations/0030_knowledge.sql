@@ -80,5 +80,5 @@ CREATE TABLE memory_usage (
     PRIMARY KEY (tenant_id, memory_id)
 );
 
-CREATE INDEX memory_usage_hot ON memory_usage (recall_count, tenant_id)
+CREATE INDEX memory_usage_hot ON memory_usage (tenant_id, recall_count)
     WHERE graduated_at IS NULL;
