@@ -43,6 +43,7 @@ from quipu.surfaces.http.auth import local_resolver
 from quipu.surfaces.http.server import build_server
 from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
+from quipu.surfaces.mcp.knowledge import KNOWLEDGE_TOOL_NAMES
 from tests.conftest import SERVER_BACKENDS
 from tests.surfaces.databases import fresh_database
 
@@ -413,6 +414,7 @@ TOOLS = [
     "session_history",
     "memory_promote",
     *GOVERNANCE_TOOL_NAMES,  # issue 22
+    *KNOWLEDGE_TOOL_NAMES,  # issue 25
 ]
 TOOL_VALID = {**VALID, "session_id": "s1"}
 
