@@ -372,31 +372,96 @@ class Quipu:
             found = self.__dict__["_merged"] = MergedRecall(KnowledgeService(self.runtime.service))
         return found
 
-    def knowledge_create(self, title: str, body: str, **fields: Any) -> ArticleWrite:
-        """Write an article through the novelty gate (``category``, ``tags``, ``project``,
-        ``visibility``, ``status``)."""
-        return self.merged.knowledge.create(self.principal, title, body, **fields)
+    def knowledge_create(
+        self,
+        title: str,
+        body: str,
+        *,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        project: str | None = None,
+        visibility: str = "tenant",
+        status: str = "published",
+    ) -> ArticleWrite:
+        """Write an article through the novelty gate (KNOW-2)."""
+        return self.merged.knowledge.create(
+            self.principal,
+            title,
+            body,
+            category=category,
+            tags=tags,
+            project=project,
+            visibility=visibility,
+            status=status,
+        )
 
     def knowledge_update(
-        self, article_id: str, *, expected_version: int, **fields: Any
+        self,
+        article_id: str,
+        *,
+        expected_version: int,
+        title: str | None = None,
+        body: str | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        visibility: str | None = None,
+        status: str | None = None,
+        reason: str | None = None,
     ) -> ArticleWrite:
         return self.merged.knowledge.update(
-            self.principal, article_id, expected_version=expected_version, **fields
+            self.principal,
+            article_id,
+            expected_version=expected_version,
+            title=title,
+            body=body,
+            category=category,
+            tags=tags,
+            visibility=visibility,
+            status=status,
+            reason=reason,
         )
 
     def knowledge_get(self, article_id: str, *, as_of: Instant | None = None) -> ArticleVersion:
         return self.merged.knowledge.get(self.principal, article_id, as_of=as_of)
 
-    def knowledge_search(self, query: str, **options: Any) -> KnowledgeResult:
-        """Rows ``{id, title, category, tags, score, snippet}`` (``k``, ``category``, ``tags``,
-        ``project``)."""
-        return self.merged.knowledge.search(self.principal, query, **options)
+    def knowledge_search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        project: str | None = None,
+    ) -> KnowledgeResult:
+        """Rows ``{id, title, category, tags, score, snippet}``."""
+        return self.merged.knowledge.search(
+            self.principal, query, k=k, category=category, tags=tags, project=project
+        )
 
-    def recall_context(self, query: str, **options: Any) -> ContextResult:
-        """Memory of several scopes and knowledge in one list (``scopes``,
-        ``include_knowledge``, ``budget_tokens``, ``session_id``, ``k``, ``project``,
-        ``diversity``)."""
-        return self.merged.recall_context(self.principal, query, **options)
+    def recall_context(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str] = ("agent",),
+        include_knowledge: bool = True,
+        budget_tokens: int = 2000,
+        session_id: str | None = None,
+        k: int | None = None,
+        project: str | None = None,
+        diversity: Mapping[str, Any] | None = None,
+    ) -> ContextResult:
+        """Memory of several scopes and knowledge in one ranked, budgeted list (RECALL-9)."""
+        return self.merged.recall_context(
+            self.principal,
+            query,
+            scopes=list(scopes),
+            include_knowledge=include_knowledge,
+            budget_tokens=budget_tokens,
+            session_id=session_id,
+            k=k,
+            project=project,
+            diversity=None if diversity is None else dict(diversity),
+        )
 
     def recall_referenced(self, recall_id: str, ids: Sequence[str]) -> dict[str, Any]:
         return self.merged.referenced(self.principal, recall_id, list(ids))
