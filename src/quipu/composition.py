@@ -31,6 +31,7 @@ from quipu.runtime import Runtime
 from quipu.sessions import SessionConfig, SessionService
 from quipu.settings import Settings
 from quipu.storage.base import Store
+from quipu.usage import UsageRecorder
 
 ENV_PREFIX = "QUIPU_"
 CONFIG_ENV = "QUIPU_CONFIG"
@@ -274,6 +275,8 @@ def build_runtime(
         guard=service.guard,
     )
     governance = GovernanceService(service, queue)
+    if service.usage is None:  # recall hits as usage events, off the request path (RECALL-6)
+        service.usage = UsageRecorder(service.store, service.embedder)
     worker = handlers.build_worker(settings, service, queue, extractor, governance)
     return Runtime(service, sessions, queue, worker, governance)
 

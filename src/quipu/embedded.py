@@ -19,6 +19,7 @@ from quipu.core import validate
 from quipu.core.auth import AuditEvent
 from quipu.core.governance import Hold, Project, Snapshot
 from quipu.core.jobs import Job
+from quipu.core.knowledge import ArticleVersion, ArticleWrite
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
 from quipu.core.sessions import SessionTurn
@@ -29,10 +30,13 @@ from quipu.extraction.base import Extractor
 from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.kv import KeyValues, KeyValueService
+from quipu.knowledge import KnowledgeResult, KnowledgeService
+from quipu.recall_context import ContextResult, MergedRecall
 from quipu.runtime import Runtime
 from quipu.search import SearchService
 from quipu.settings import Settings
 from quipu.storage.base import Vector
+from quipu.usage import Graduated, Graduation
 from quipu.wire import Instant, job_is_done
 
 #: How long ``Session.promote(wait=True)`` waits for a job another thread is running.
@@ -381,8 +385,120 @@ class Quipu:
         name = validate.identifier(reviewer, field="reviewer")
         return replace(self.principal, key_id=f"reviewer:{name}")
 
+    # -- knowledge, merged recall and graduation (KNOW-1/2, RECALL-9, GRAD-1) ----------------
+    @property
+    def merged(self) -> MergedRecall:
+        """The knowledge plane and merged recall over this client's store (made on first use)."""
+        found: MergedRecall | None = self.__dict__.get("_merged")
+        if found is None:
+            found = self.__dict__["_merged"] = MergedRecall(KnowledgeService(self.runtime.service))
+        return found
+
+    def knowledge_create(
+        self,
+        title: str,
+        body: str,
+        *,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        project: str | None = None,
+        visibility: str = "tenant",
+        status: str = "published",
+    ) -> ArticleWrite:
+        """Write an article through the novelty gate (KNOW-2)."""
+        return self.merged.knowledge.create(
+            self.principal,
+            title,
+            body,
+            category=category,
+            tags=tags,
+            project=project,
+            visibility=visibility,
+            status=status,
+        )
+
+    def knowledge_update(
+        self,
+        article_id: str,
+        *,
+        expected_version: int,
+        title: str | None = None,
+        body: str | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        visibility: str | None = None,
+        status: str | None = None,
+        reason: str | None = None,
+    ) -> ArticleWrite:
+        return self.merged.knowledge.update(
+            self.principal,
+            article_id,
+            expected_version=expected_version,
+            title=title,
+            body=body,
+            category=category,
+            tags=tags,
+            visibility=visibility,
+            status=status,
+            reason=reason,
+        )
+
+    def knowledge_get(self, article_id: str, *, as_of: Instant | None = None) -> ArticleVersion:
+        return self.merged.knowledge.get(self.principal, article_id, as_of=as_of)
+
+    def knowledge_search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        project: str | None = None,
+    ) -> KnowledgeResult:
+        """Rows ``{id, title, category, tags, score, snippet}``."""
+        return self.merged.knowledge.search(
+            self.principal, query, k=k, category=category, tags=tags, project=project
+        )
+
+    def recall_context(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str] = ("agent",),
+        include_knowledge: bool = True,
+        budget_tokens: int = 2000,
+        session_id: str | None = None,
+        k: int | None = None,
+        project: str | None = None,
+        diversity: Mapping[str, Any] | None = None,
+    ) -> ContextResult:
+        """Memory of several scopes and knowledge in one ranked, budgeted list (RECALL-9)."""
+        return self.merged.recall_context(
+            self.principal,
+            query,
+            scopes=list(scopes),
+            include_knowledge=include_knowledge,
+            budget_tokens=budget_tokens,
+            session_id=session_id,
+            k=k,
+            project=project,
+            diversity=None if diversity is None else dict(diversity),
+        )
+
+    def recall_referenced(self, recall_id: str, ids: Sequence[str]) -> dict[str, Any]:
+        return self.merged.referenced(self.principal, recall_id, list(ids))
+
+    def graduate(self, memory_id: str, *, re_scope: str | None = None) -> Graduated:
+        """Graduate one of this principal's memories into a knowledge article (GRAD-1)."""
+        return Graduation(self.merged.knowledge).graduate(
+            self.principal, memory_id, re_scope=re_scope
+        )
+
     def close(self) -> None:
         self.documents.service.close()
+        merged = self.__dict__.pop("_merged", None)
+        if merged is not None:
+            merged.close()
         self.runtime.close()
 
     def __enter__(self) -> Quipu:

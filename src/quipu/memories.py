@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import planes as plane_rules
@@ -52,6 +52,14 @@ _UNVERIFIED_SOURCES = frozenset({Source.PROMOTED, Source.EXTRACTED, Source.HARVE
 _FIRST_STATUSES = frozenset({Status.ACTIVE, Status.CANDIDATE})
 
 
+class UsageSink(Protocol):
+    """Takes each recall's hits off the request path (RECALL-6): ``offer`` must not block."""
+
+    def offer(self, tenant_id: str, query: str, result: RecallResult) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class MemoryService:
     """The memory plane's use cases over one store."""
 
@@ -73,6 +81,9 @@ class MemoryService:
             store.pin_embedding(EmbeddingPin(embedder.model_id, embedder.dimension))
         self.guard = Guard(store, self.limits, self._clock, limiter)
         self.pipeline = RecallPipeline(store, embedder, self.limits, self._clock, reranker)
+        #: Where recall hits go as usage events (RECALL-6): :class:`quipu.usage.UsageRecorder`,
+        #: set by the composition root; None records nothing.
+        self.usage: UsageSink | None = None
 
     @property
     def limiter(self) -> RateLimiter | SharedRateLimiter | None:
@@ -84,8 +95,11 @@ class MemoryService:
         self.guard.limiter = value
 
     def close(self) -> None:
-        """Stop the recall pipeline's search threads (the store is closed by its owner)."""
+        """Stop the recall pipeline's search threads and the usage recorder (the store is
+        closed by its owner)."""
         self.pipeline.close()
+        if self.usage is not None:
+            self.usage.close()
 
     def for_jobs(self) -> MemoryService:
         """This service as background jobs write through it: the same store, models and guard,
@@ -447,6 +461,8 @@ class MemoryService:
             sources_applied=not unserved,
             unserved_planes=unserved,
         )
+        if self.usage is not None and result.results:
+            self.usage.offer(ref.tenant_id, text, result)  # RECALL-6; never blocks
         return result
 
     # -- transfer ----------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from quipu.surfaces.mcp.documents import DOCUMENT_TOOL_NAMES
 from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
 from quipu.surfaces.mcp.kv import KV_TOOL_NAMES
 from quipu.surfaces.mcp.search import SEARCH_TOOL_NAMES
+from quipu.surfaces.mcp.knowledge import KNOWLEDGE_TOOL_NAMES
 from tests.conftest import SERVER_BACKENDS
 from tests.surfaces.databases import fresh_database
 
@@ -421,6 +422,7 @@ TOOLS = [
     *KV_TOOL_NAMES,  # issue 28
     *DOCUMENT_TOOL_NAMES,
     *SEARCH_TOOL_NAMES,
+    *KNOWLEDGE_TOOL_NAMES,  # issue 25
 ]
 TOOL_VALID = {**VALID, "session_id": "s1"}
 

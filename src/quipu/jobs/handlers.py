@@ -10,14 +10,17 @@ from quipu.governance import ERASE_SUBJECT, GovernanceService
 from quipu.jobs.promotion import Promoter, PromotionConfig, sweep
 from quipu.jobs.queue import JobQueue, Lease
 from quipu.jobs.worker import Handler, Periodic, Worker
+from quipu.knowledge import KnowledgeService
 from quipu.memories import MemoryService
 from quipu.sessions import PROMOTE
 from quipu.settings import Settings
+from quipu.usage import Graduation
 
 SWEEP = "sweep_sessions"
 PRUNE = "prune_sessions"
 EMBED = "embed_pending"
 MAINTAIN = "maintain_store"
+GRADUATE = "graduate_memories"
 
 
 def build_worker(
@@ -69,11 +72,18 @@ def build_worker(
     }
     if governance is not None:
         handlers[ERASE_SUBJECT] = governance.run_subject_erasure
+    graduation = Graduation(KnowledgeService(service.for_jobs()))  # GRAD-1
+
+    def graduate(_lease: Lease) -> dict[str, Any]:
+        return graduation.sweep()
+
+    handlers[GRADUATE] = graduate
     interval = timedelta(seconds=settings.sweep_interval_seconds)
     periodic = (
         Periodic(SWEEP, interval),
         Periodic(PRUNE, interval),
         Periodic(EMBED, interval),
         Periodic(MAINTAIN, interval),
+        Periodic(GRADUATE, interval),
     )
     return Worker(queue, handlers, periodic=periodic)

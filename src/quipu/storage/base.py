@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from quipu.core.auth import Actor, AuditEvent, Credential, Tenant
@@ -19,6 +19,7 @@ from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.kv import KVChange, KVEntry
 from quipu.core.portable import PortableSession
+from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
@@ -492,3 +493,63 @@ class Store(Protocol):
         self, ref: ScopeRef, document_id: str, start: int = 0, end: int = 2**62
     ) -> list[StoredChunk]:
         """The chunks of one document overlapping ``[start, end)``, by ``seq``, no vectors."""
+    # -- the knowledge plane (KNOW-1, RECALL-6, RECALL-9, GRAD-1) ----------------------------
+    def knowledge_put(self, article: ArticleVersion, vector: Vector | None) -> None:
+        """Write ``article`` as the article's new current version: Conflict
+        ``version_conflict`` unless the current version is ``article.version - 1`` (0: new),
+        Conflict ``title_taken`` when another live article of the tenant has its folded
+        title."""
+
+    def knowledge_get(
+        self, tenant_id: str, article_id: str, as_of: datetime | None = None
+    ) -> ArticleVersion | None:
+        """The current version, or the last one recorded at or before ``as_of``."""
+
+    def knowledge_history(self, tenant_id: str, article_id: str) -> list[ArticleVersion]: ...
+
+    def knowledge_live(
+        self, tenant_id: str
+    ) -> tuple[int, list[tuple[ArticleVersion, Vector | None]]]:
+        """The tenant's write generation and its live articles with their vectors, read
+        together (one snapshot), ordered by id."""
+
+    def knowledge_generation(self, tenant_id: str) -> int:
+        """Bumped by every article write of the tenant (0: none yet)."""
+
+    def knowledge_by_hash(self, tenant_id: str, text_hash: str) -> list[ArticleVersion]: ...
+
+    def knowledge_erase(self, tombstone: ArticleVersion) -> bool:
+        """Delete every version of the article and leave ``tombstone``; False when none."""
+
+    def recall_put(self, ledger: RecallLedger) -> None: ...
+
+    def recall_get(self, tenant_id: str, recall_id: str) -> RecallLedger | None: ...
+
+    def recall_reference(
+        self, tenant_id: str, recall_id: str, subject: str, ids: Sequence[str], at: datetime
+    ) -> int:
+        """Record distinct (recall, item) references; how many were new."""
+
+    def recall_references(self, tenant_id: str, recall_id: str) -> list[str]: ...
+
+    def usage_record(self, events: Sequence[UsageEvent]) -> None:
+        """Append usage events (an event id already stored is left as it is)."""
+
+    def usage_events(self, tenant_id: str, memory_id: str) -> list[UsageEvent]: ...
+
+    def usage_bump(
+        self, tenant_id: str, memory_ids: Sequence[str], at: datetime, cooldown: timedelta
+    ) -> list[str]:
+        """Add one recall to each memory not bumped within ``cooldown``; those bumped."""
+
+    def memory_usage(self, tenant_id: str, memory_id: str) -> MemoryUsage | None: ...
+
+    def hot_tenants(self, threshold: int, limit: int) -> list[str]:
+        """Tenants with an ungraduated memory of ``threshold`` recalls or more."""
+
+    def hot_memories(self, tenant_id: str, threshold: int, limit: int) -> list[str]: ...
+
+    def mark_graduated(
+        self, tenant_id: str, memory_id: str, article_id: str, at: datetime, re_scoped: bool
+    ) -> bool:
+        """Stamp the memory's one graduation; False when it had graduated already."""

@@ -42,6 +42,12 @@ DISTRIBUTED = (
     "documents",
     "doc_chunks",
     "doc_corpora",
+    "knowledge_versions",
+    "knowledge_state",
+    "recall_ledger",
+    "recall_references",
+    "usage_events",
+    "memory_usage",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

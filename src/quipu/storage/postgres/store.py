@@ -44,6 +44,7 @@ from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.kv import KVTables
+from quipu.storage.postgres.knowledge import KnowledgeTables
 from quipu.storage.postgres.migrate import is_distributed, migrate
 from quipu.storage.postgres.portable import PortableTables
 from quipu.storage.postgres.registry import RegistryTables
@@ -84,6 +85,7 @@ class PostgresStore(
     PortableTables,
     KVTables,
     DocumentTables,
+    KnowledgeTables,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 

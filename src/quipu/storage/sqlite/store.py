@@ -45,6 +45,7 @@ from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
 from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.kv import KVTables
+from quipu.storage.sqlite.knowledge import KnowledgeTables
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.portable import PortableTables
 from quipu.storage.sqlite.rows import (
@@ -76,6 +77,7 @@ class SQLiteStore(
     PortableTables,
     KVTables,
     DocumentTables,
+    KnowledgeTables,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 

@@ -22,6 +22,7 @@ from quipu.surfaces.http.routers import (
     governance,
     health,
     kv,
+    knowledge,
     memories,
     ops,
     recall,
@@ -83,4 +84,5 @@ def create_app(
     app.include_router(kv.router, responses=ERROR_RESPONSES)
     app.include_router(documents.router, responses=ERROR_RESPONSES)
     app.include_router(search.router, responses=ERROR_RESPONSES)
+    app.include_router(knowledge.router, responses=ERROR_RESPONSES)
     return app

@@ -34,6 +34,8 @@ from quipu.jobs.visibility import job_handle
 from quipu.kv import KeyValueService
 from quipu.memories import MemoryService
 from quipu.search import SearchService
+from quipu.knowledge import KnowledgeService
+from quipu.recall_context import MergedRecall
 from quipu.sessions import SessionService
 from quipu.surfaces import metrics
 from quipu.surfaces.forgetting import forget_once
@@ -45,6 +47,7 @@ from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
 from quipu.surfaces.mcp.kv import kv_tools
 from quipu.surfaces.mcp.search import search_tools
+from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
 
@@ -435,6 +438,8 @@ def create_mcp_server(
         kv_tools(server, kv, call)
         document_tools(server, documents, call)
         search_tools(server, SearchService(service, documents, kv), call)
+        # the full runtime's server also has the knowledge plane (issue 25)
+        knowledge_tools(server, MergedRecall(KnowledgeService(service)), call)
     return server
 
 
