@@ -29,8 +29,8 @@ from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.jobs.visibility import visible_job, visible_jobs
-from quipu.kv import KeyValues, KeyValueService
 from quipu.knowledge import KnowledgeResult, KnowledgeService
+from quipu.kv import KeyValues, KeyValueService
 from quipu.recall_context import ContextResult, MergedRecall
 from quipu.runtime import Runtime
 from quipu.search import SearchService

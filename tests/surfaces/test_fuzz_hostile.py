@@ -44,9 +44,9 @@ from quipu.surfaces.http.server import build_server
 from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 from quipu.surfaces.mcp.documents import DOCUMENT_TOOL_NAMES
 from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
+from quipu.surfaces.mcp.knowledge import KNOWLEDGE_TOOL_NAMES
 from quipu.surfaces.mcp.kv import KV_TOOL_NAMES
 from quipu.surfaces.mcp.search import SEARCH_TOOL_NAMES
-from quipu.surfaces.mcp.knowledge import KNOWLEDGE_TOOL_NAMES
 from tests.conftest import SERVER_BACKENDS
 from tests.surfaces.databases import fresh_database
 

@@ -17,9 +17,9 @@ from quipu.core.documents import Chunk, Document, StoredChunk
 from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
 from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
+from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.kv import KVChange, KVEntry
 from quipu.core.portable import PortableSession
-from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
@@ -493,6 +493,7 @@ class Store(Protocol):
         self, ref: ScopeRef, document_id: str, start: int = 0, end: int = 2**62
     ) -> list[StoredChunk]:
         """The chunks of one document overlapping ``[start, end)``, by ``seq``, no vectors."""
+
     # -- the knowledge plane (KNOW-1, RECALL-6, RECALL-9, GRAD-1) ----------------------------
     def knowledge_put(self, article: ArticleVersion, vector: Vector | None) -> None:
         """Write ``article`` as the article's new current version: Conflict

@@ -43,8 +43,8 @@ from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.idempotency import IdempotencyTables
-from quipu.storage.postgres.kv import KVTables
 from quipu.storage.postgres.knowledge import KnowledgeTables
+from quipu.storage.postgres.kv import KVTables
 from quipu.storage.postgres.migrate import is_distributed, migrate
 from quipu.storage.postgres.portable import PortableTables
 from quipu.storage.postgres.registry import RegistryTables

@@ -44,8 +44,8 @@ from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
 from quipu.storage.sqlite.idempotency import IdempotencyTables
-from quipu.storage.sqlite.kv import KVTables
 from quipu.storage.sqlite.knowledge import KnowledgeTables
+from quipu.storage.sqlite.kv import KVTables
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.portable import PortableTables
 from quipu.storage.sqlite.rows import (

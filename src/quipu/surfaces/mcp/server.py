@@ -31,11 +31,11 @@ from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.fanout import recall_across
 from quipu.governance import GovernanceService
 from quipu.jobs.visibility import job_handle
+from quipu.knowledge import KnowledgeService
 from quipu.kv import KeyValueService
 from quipu.memories import MemoryService
-from quipu.search import SearchService
-from quipu.knowledge import KnowledgeService
 from quipu.recall_context import MergedRecall
+from quipu.search import SearchService
 from quipu.sessions import SessionService
 from quipu.surfaces import metrics
 from quipu.surfaces.forgetting import forget_once
@@ -45,9 +45,9 @@ from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
+from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.kv import kv_tools
 from quipu.surfaces.mcp.search import search_tools
-from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
 
