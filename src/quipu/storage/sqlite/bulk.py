@@ -8,14 +8,14 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 
 import numpy as np
 
 from quipu.core.auth import Actor
 from quipu.core.lifecycle import LIVE
-from quipu.core.records import MemoryVersion, ScopeRef
+from quipu.core.records import MemoryVersion, Scope, ScopeRef
 from quipu.core.text import embedding_key as text_embedding_key
 from quipu.core.versions import import_order, valid_to
 from quipu.retrieval.bm25 import (
@@ -33,8 +33,8 @@ from quipu.storage.timecodec import from_micros_opt, to_micros_opt
 
 
 class BulkTables:
-    """Needs ``_tx()``, ``_connect()``, ``_write_version()`` and ``_bump()`` from the store, which
-    sets the index attributes below."""
+    """Needs ``_tx()``, ``_connect()``, ``_reader()``, ``_write_version()`` and ``_bump()``
+    from the store, which sets the index attributes below."""
 
     _index_lock: threading.Lock
     _indexes: OrderedDict[ScopeRef, ScopeIndex]
@@ -58,6 +58,49 @@ class BulkTables:
 
     def _bump(self, c: sqlite3.Connection, ref: ScopeRef, live_delta: int) -> int:
         raise NotImplementedError
+
+    def _reader(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    # -- vectors written after the fact (a model that was down at write time) ---------------
+    def missing_vectors(self, limit: int) -> list[tuple[int, str, str]]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT key, tenant_id, text FROM memory_versions WHERE embedding_key IS NULL"
+                " AND is_current = 1 ORDER BY key LIMIT ?",
+                (limit,),
+            )
+            .fetchall()
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def attach_vectors(self, model_id: str, items: Sequence[tuple[int, str, Vector]]) -> None:
+        attached: dict[ScopeRef, list[tuple[int, Vector]]] = {}
+        with self._tx() as c:
+            for key, emb_key, vector in items:
+                row = c.execute(
+                    "UPDATE memory_versions SET embedding_key = ?, embedding_model = ?, vector = ?"
+                    " WHERE key = ? RETURNING tenant_id, scope, owner",
+                    (emb_key, model_id, np.asarray(vector, dtype=np.float32).tobytes(), key),
+                ).fetchone()
+                if row is not None:
+                    attached.setdefault(ScopeRef(row[0], Scope(row[1]), row[2]), []).append(
+                        (key, vector)
+                    )
+            # A new generation with no scope_log entry: other processes' indexes of the scope
+            # see a gap and reload it, so none keeps answering without the new vectors.
+            generations = {ref: self._bump(c, ref, 0) for ref in attached}
+        for ref, vectors in attached.items():
+            with self._index_lock:
+                index = self._indexes.get(ref)
+            if index is None:
+                continue
+            with index.lock:
+                for key, vector in vectors:
+                    index.set_vector(key, vector)
+                if index.generation == generations[ref] - 1:
+                    index.generation = generations[ref]
 
     def _refresh_terms(self) -> None:
         """Recompute stored BM25 keys when the tokenizer changed since they were written."""

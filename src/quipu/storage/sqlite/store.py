@@ -453,45 +453,6 @@ class SQLiteStore(
         )
         return rows[0] if rows else None
 
-    def missing_vectors(self, limit: int) -> list[tuple[int, str, str]]:
-        rows = (
-            self._reader()
-            .execute(
-                "SELECT key, tenant_id, text FROM memory_versions WHERE embedding_key IS NULL"
-                " AND is_current = 1 ORDER BY key LIMIT ?",
-                (limit,),
-            )
-            .fetchall()
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
-
-    def attach_vectors(self, model_id: str, items: Sequence[tuple[int, str, Vector]]) -> None:
-        attached: dict[ScopeRef, list[tuple[int, Vector]]] = {}
-        with self._tx() as c:
-            for key, emb_key, vector in items:
-                row = c.execute(
-                    "UPDATE memory_versions SET embedding_key = ?, embedding_model = ?, vector = ?"
-                    " WHERE key = ? RETURNING tenant_id, scope, owner",
-                    (emb_key, model_id, np.asarray(vector, dtype=np.float32).tobytes(), key),
-                ).fetchone()
-                if row is not None:
-                    attached.setdefault(ScopeRef(row[0], Scope(row[1]), row[2]), []).append(
-                        (key, vector)
-                    )
-            # A new generation with no scope_log entry: other processes' indexes of the scope
-            # see a gap and reload it, so none keeps answering without the new vectors.
-            generations = {ref: self._bump(c, ref, 0) for ref in attached}
-        for ref, vectors in attached.items():
-            with self._index_lock:
-                index = self._indexes.get(ref)
-            if index is None:
-                continue
-            with index.lock:
-                for key, vector in vectors:
-                    index.set_vector(key, vector)
-                if index.generation == generations[ref] - 1:
-                    index.generation = generations[ref]
-
     # -- reads -------------------------------------------------------------------------------
     def locate(self, tenant_id: str, memory_id: str) -> ScopeRef | None:
         row = (
