@@ -51,6 +51,13 @@ _UNVERIFIED_SOURCES = frozenset({Source.PROMOTED, Source.EXTRACTED, Source.HARVE
 #: Statuses a write may start in: ``candidate`` is a proposal awaiting review (LIFE-5).
 _FIRST_STATUSES = frozenset({Status.ACTIVE, Status.CANDIDATE})
 
+#: What a 422 ``text_too_long`` tells an agent holding a pasted trace, file or transcript
+#: (issue 31): the documents plane keeps it verbatim and searchable by chunk.
+LONG_TEXT = (
+    "keep a long text as a document instead (MCP document_add, POST /v1/documents, "
+    "Quipu.documents.add: up to 1,000,000 characters, kept verbatim and searched by chunk)"
+)
+
 
 class UsageSink(Protocol):
     """Takes each recall's hits off the request path (RECALL-6): ``offer`` must not block."""
@@ -143,7 +150,7 @@ class MemoryService:
         ``status`` ``candidate`` stores a proposal that only a reviewer activates (LIFE-5);
         model output is always written so. ``project`` must be registered (SCOPE-6)."""
         lim = self.limits
-        body = validate.text(text, max_bytes=lim.max_text_bytes)
+        body = validate.text(text, max_bytes=lim.max_text_bytes, instead=LONG_TEXT)
         ref = resolve_scope(principal, scope)
         check_write(principal, ref)
         self.guard.admit_write(principal)
@@ -238,7 +245,7 @@ class MemoryService:
         valid_at: object = None,
     ) -> MemoryVersion:
         """Write a new version with new text (MEM-4, LIFE-2)."""
-        body = validate.text(text, max_bytes=self.limits.max_text_bytes)
+        body = validate.text(text, max_bytes=self.limits.max_text_bytes, instead=LONG_TEXT)
         change = Change(
             actor=principal.key_id,
             relation=Relation.REVISES,

@@ -69,7 +69,9 @@ def clean_string(value: str, field: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
-def text(value: object, *, max_bytes: int, field: str = "text") -> str:
+def text(value: object, *, max_bytes: int, field: str = "text", instead: str | None = None) -> str:
+    """A bounded, clean, non-blank string, NFC-normalised. ``instead`` names the path that keeps
+    a text over the limit (said in the 422, so an agent does not simply lose it)."""
     if not isinstance(value, str):
         raise InvalidInput(
             f"{field} must be a string", code="invalid_text", details={"field": field}
@@ -81,11 +83,12 @@ def text(value: object, *, max_bytes: int, field: str = "text") -> str:
     value = clean_string(value, field)
     size = len(value.encode("utf-8"))
     if size > max_bytes:
-        raise InvalidInput(
-            f"{field} is {size} bytes; the limit is {max_bytes}",
-            code="text_too_long",
-            details={"field": field, "bytes": size, "limit": max_bytes},
-        )
+        details: dict[str, object] = {"field": field, "bytes": size, "limit": max_bytes}
+        message = f"{field} is {size} bytes; the limit is {max_bytes}"
+        if instead is not None:
+            details["instead"] = instead
+            message += f"; {instead}"
+        raise InvalidInput(message, code="text_too_long", details=details)
     return value
 
 
