@@ -357,13 +357,16 @@ class Quipu:
         ids: Sequence[str] | None = None,
         members: Sequence[Mapping[str, Any]] | None = None,
         label: str | None = None,
+        recall_id: str | None = None,
     ) -> Snapshot:
-        """Pin versions for a run: ``ids`` (current versions) or ``members`` ({id, version})."""
+        """Pin versions for a run: ``ids`` (current versions), ``members`` ({id, version}) or
+        ``recall_id`` (what a merged recall showed this caller, as it was then)."""
         return self.governance.snapshot_create(
             self.principal,
             ids=None if ids is None else list(ids),
             members=None if members is None else [dict(m) for m in members],
             label=label,
+            recall_id=recall_id,
         )
 
     def resolve_snapshot(self, snapshot_id: str) -> Resolved:

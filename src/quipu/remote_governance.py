@@ -33,13 +33,17 @@ T = TypeVar("T")
 
 
 def _snapshot_body(
-    ids: Sequence[str] | None, members: Sequence[Mapping[str, Any]] | None, label: str | None
+    ids: Sequence[str] | None,
+    members: Sequence[Mapping[str, Any]] | None,
+    label: str | None,
+    recall_id: str | None = None,
 ) -> dict[str, Any]:
     return wire.given(
         {
             "ids": None if ids is None else list(ids),
             "members": None if members is None else [dict(m) for m in members],
             "label": label,
+            "recall_id": recall_id,
         }
     )
 
@@ -154,9 +158,11 @@ class GovernanceCalls:
         ids: Sequence[str] | None = None,
         members: Sequence[Mapping[str, Any]] | None = None,
         label: str | None = None,
+        recall_id: str | None = None,
     ) -> Snapshot:
-        """Pin versions for a run: ``ids`` (current versions) or ``members`` ({id, version})."""
-        return self._send(gw.snapshot(_snapshot_body(ids, members, label)))
+        """Pin versions for a run: ``ids`` (current versions), ``members`` ({id, version}) or
+        ``recall_id`` (what a merged recall showed this caller, as it was then)."""
+        return self._send(gw.snapshot(_snapshot_body(ids, members, label, recall_id)))
 
     def resolve_snapshot(self, snapshot_id: str) -> Resolved:
         return self._send(gw.resolve_snapshot(snapshot_id))
@@ -294,8 +300,9 @@ class AsyncGovernanceCalls:
         ids: Sequence[str] | None = None,
         members: Sequence[Mapping[str, Any]] | None = None,
         label: str | None = None,
+        recall_id: str | None = None,
     ) -> Snapshot:
-        return await self._send(gw.snapshot(_snapshot_body(ids, members, label)))
+        return await self._send(gw.snapshot(_snapshot_body(ids, members, label, recall_id)))
 
     async def resolve_snapshot(self, snapshot_id: str) -> Resolved:
         return await self._send(gw.resolve_snapshot(snapshot_id))

@@ -13,6 +13,7 @@ from quipu.core.governance import (
     Snapshot,
     SnapshotMember,
 )
+from quipu.core.knowledge import subject_of
 from quipu.core.records import (
     MemoryVersion,
     Principal,
@@ -63,10 +64,21 @@ class Pinning(GovernanceBase):
         ids: object = None,
         members: object = None,
         label: object = None,
+        recall_id: object = None,
     ) -> Snapshot:
         """Pin exact versions for a run: ``ids`` pins each memory's current version,
-        ``members`` (``[{"id", "version"}]``) the versions named. Each must be readable by
-        the caller now (404 otherwise, as for any foreign id)."""
+        ``members`` (``[{"id", "version"}]``) the versions named, ``recall_id`` the memories a
+        merged recall surfaced to this caller, each at the version current when it was
+        recalled (an agent citing what it read). Each must be readable by the caller now (404
+        otherwise, as for any foreign id); exactly one of the three."""
+        if recall_id is not None:
+            if ids is not None or members is not None:
+                raise InvalidInput(
+                    "send ids, members or recall_id",
+                    code="invalid_snapshot",
+                    details={"field": "recall_id"},
+                )
+            members = self._recalled(principal, recall_id)
         pinned = self._members(principal, ids, members)
         label_v = None if label is None else label_text(label)
         snapshot = Snapshot(
@@ -129,6 +141,30 @@ class Pinning(GovernanceBase):
 
     def projects(self, principal: Principal) -> list[Project]:
         return self.store.list_projects(principal.tenant_id)
+
+    def _recalled(self, principal: Principal, recall_id: object) -> list[dict[str, Any]]:
+        """The memories of a merged recall's ledger (RECALL-9) that this caller's subject was
+        shown, each at the version that was current at the recall; knowledge rows are not
+        memories and are left out. Another subject's recall, or none, is 404."""
+        rid = validate.identifier(recall_id, field="recall_id")
+        ledger = self.store.recall_get(principal.tenant_id, rid)
+        if ledger is None or ledger.subject != subject_of(principal):
+            raise NotFound(f"no recall {rid}", code="not_found", details={"recall_id": rid})
+        found: list[dict[str, Any]] = []
+        for ident in ledger.items:
+            ref = self.store.locate(principal.tenant_id, ident)
+            if ref is None:
+                continue  # a knowledge article, or a memory since erased
+            then = [v for v in self.store.history(ref, ident) if v.recorded_at <= ledger.at]
+            if then:
+                found.append({"id": ident, "version": then[-1].version})
+        if not found:
+            raise InvalidInput(
+                "that recall surfaced no memory to pin",
+                code="invalid_snapshot",
+                details={"field": "recall_id"},
+            )
+        return found
 
     def _members(
         self, principal: Principal, ids: object, members: object

@@ -39,7 +39,9 @@ version (relation `merges`, naming the others), every other id becomes `supersed
 Use it when recall shows the same fact stored several times. Returns the survivor."""
 SNAPSHOT = """\
 Pin exactly which memory versions you read, so a later run (or an evaluation) can cite and
-re-read the same ones: `ids` pins each memory's current version. Returns the snapshot id."""
+re-read the same ones: `ids` pins each memory's current version; `recall_id` (from
+recall_context) pins the memories that call showed you, as they were then. Returns the snapshot
+id."""
 SNAPSHOT_RESOLVE = """\
 Read a snapshot back. Each member comes with its pinned version, or `withheld` with the reason
 when it may no longer be read (quarantined, unavailable, erased, archived, expired, rejected,
@@ -119,19 +121,30 @@ def governance_tools(server: MCPServer, governance: GovernanceService, call: Cal
         name="memory_snapshot", title="Pin a snapshot", description=SNAPSHOT, annotations=writer
     )
     def memory_snapshot(
+        ctx: Context,
         ids: Annotated[
-            list[str],
+            list[str] | None,
             Field(
                 description="Memory ids to pin at their current version.",
                 min_length=1,
                 max_length=MAX_SNAPSHOT_MEMBERS,
             ),
-        ],
-        ctx: Context,
+        ] = None,
+        recall_id: Annotated[
+            str | None,
+            Field(
+                description="Or: pin what this recall_context call showed you, as it was then.",
+                max_length=128,
+            ),
+        ] = None,
         label: Annotated[str | None, Field(description="A short label for the run.")] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
-            ctx, lambda who: governance.snapshot_create(who, ids=ids, label=label).to_dict(), None
+            ctx,
+            lambda who: governance.snapshot_create(
+                who, ids=ids, label=label, recall_id=recall_id
+            ).to_dict(),
+            None,
         )
 
     @server.tool(

@@ -103,6 +103,9 @@ class MemberField(Body):
 class SnapshotBody(Body):
     ids: list[str] | None = Field(None, description="Pin each memory's current version.")
     members: list[MemberField] | None = Field(None, description="Pin these exact versions.")
+    recall_id: str | None = Field(
+        None, description="Pin what this merged recall showed you, as it was then."
+    )
     label: str | None = None
 
 
@@ -271,7 +274,9 @@ def merge(body: MergeBody, gov: Gov, who: Who) -> SafeJSONResponse:
 )
 def snapshot_create(body: SnapshotBody, gov: Gov, who: Who) -> SafeJSONResponse:
     members = None if body.members is None else [m.model_dump() for m in body.members]
-    snap = gov.snapshot_create(who, ids=body.ids, members=members, label=body.label)
+    snap = gov.snapshot_create(
+        who, ids=body.ids, members=members, label=body.label, recall_id=body.recall_id
+    )
     return SafeJSONResponse(
         snap.to_dict(), status_code=201, headers={"Location": _at("snapshots", snap.snapshot_id)}
     )
