@@ -130,8 +130,13 @@ def exact_knn(
     filters: Filters,
     limit: int,
     pin: EmbeddingPin,
+    *,
+    custom_plan: bool = False,
 ) -> Found:
-    """Exact top ``limit`` by inner product over the scope's rows (btree, no vector index)."""
+    """Exact top ``limit`` by inner product over the scope's rows (btree, no vector index).
+
+    ``custom_plan`` plans the statement for these values (never a prepared generic plan): a
+    narrow observation window then reads its rows from ``memory_versions_scope_observed``."""
     params: dict[str, Any] = {"q": vector, "model": pin.model_id, "limit": limit}
     where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
     rows = conn.execute(
@@ -139,8 +144,42 @@ def exact_knn(
         f" WHERE {where} AND m.embedding_model = %(model)s AND m.vector IS NOT NULL"
         " ORDER BY (m.vector <#> %(q)b) + 0, m.key LIMIT %(limit)s",
         params,
+        prepare=False if custom_plan else None,
     ).fetchall()
     return _found(rows, sign=-1.0)
+
+
+def window_rows(
+    conn: psycopg.Connection[Any], ref: ScopeRef, filters: Filters, cap: int
+) -> int | None:
+    """How many of the scope's current rows were observed inside ``filters``' window, counted
+    up to ``cap`` (an index-only scan of ``memory_versions_scope_observed``); ``None`` when the
+    filters name no window or read ``as_of`` (those rows need not be current).
+
+    A question naming a date searches only that window (:mod:`quipu.retrieval.temporal`). In a
+    large scope a narrow window is better served by the exact scan of its few rows than by the
+    scope's HNSW walk, which must visit most of the graph to find rows passing the filter (and,
+    coming back short, fell back to an exact scan of the whole scope); an empty window needs no
+    search at all (issue 23 finding 1)."""
+    if filters.as_of is not None or (
+        filters.observed_after is None and filters.observed_before is None
+    ):
+        return None
+    params: dict[str, Any] = {"cap": cap}
+    where = [scope_where(ref, params), "m.is_current"]
+    if filters.observed_after is not None:
+        params["w_after"] = filters.observed_after
+        where.append("m.observed_at >= %(w_after)s")
+    if filters.observed_before is not None:
+        params["w_before"] = filters.observed_before
+        where.append("m.observed_at < %(w_before)s")
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM memory_versions m"
+        f" WHERE {' AND '.join(where)} LIMIT %(cap)s) w",
+        params,
+        prepare=False,
+    ).fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def ann_knn(

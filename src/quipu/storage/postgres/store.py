@@ -61,6 +61,7 @@ from quipu.storage.postgres.search import (
     exact_knn,
     key_frequencies,
     track_terms,
+    window_rows,
 )
 from quipu.storage.postgres.work import WorkTables
 from quipu.storage.timecodec import from_micros, to_micros
@@ -666,6 +667,12 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
             if filters.as_of is not None or size <= self.plan.exact_limit:
                 found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
                 return found, SearchInfo("exact-btree", size, sessions)
+            inside = window_rows(conn, ref, filters, self.plan.exact_limit + 1)
+            if inside == 0:
+                return [], SearchInfo("window-empty", 0)
+            if inside is not None and inside <= self.plan.exact_limit:
+                found, sessions = exact_knn(conn, ref, query, filters, limit, pin, custom_plan=True)
+                return found, SearchInfo("exact-window", inside, sessions)
             if not self._ann_ready(ref, pin):
                 found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
                 return found, SearchInfo("exact-btree:ann-index-pending", size, sessions)
