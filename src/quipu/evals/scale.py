@@ -15,9 +15,9 @@ of the others. Each recall's top-10 ids are kept, so two runs (before and after 
 compared question by question (:func:`paired`).
 
 The floors are measured in the same process on the same vectors: the query embedding alone, a
-numpy exact scan of the scope's vectors, and on PostgreSQL pgvector's exact scan of the scope
-alone (``ORDER BY vector <#> q`` over the scope's rows, nothing else). Every figure can then be
-read as a ratio to what the machine does at best.
+numpy exact scan of the scope's vectors, and on PostgreSQL the database's own exact scan of the
+scope alone (``ORDER BY vector <#> q`` over the scope's rows, nothing else). Every figure can
+then be read as a ratio to what the machine does at best.
 """
 
 from __future__ import annotations
@@ -194,7 +194,8 @@ def paired(before: dict[str, list[str]], after: dict[str, list[str]]) -> dict[st
 
 def floors(mem: Quipu, owner: str, asked: list[str], *, limit: int = 60) -> dict[str, Any]:
     """What the machine does at best on the same data: the query embedding alone, numpy's
-    exact scan of the scope's vectors and (PostgreSQL) pgvector's exact scan of the scope."""
+    exact scan of the scope's vectors and, where the store has one (PostgreSQL), the database's
+    own exact scan of the scope alone (``sql_exact_scan_ms``)."""
     embedder = mem.service.embedder
     assert embedder is not None
     ref = resolve_scope(_principal(mem, owner), "agent")
@@ -212,25 +213,15 @@ def floors(mem: Quipu, owner: str, asked: list[str], *, limit: int = 60) -> dict
         "numpy_exact_scan_ms": numpy_ms,
         "scope_vectors": int(matrix.shape[0]),
     }
-    if hasattr(store, "_conn"):  # PostgreSQL: the same scan in SQL, nothing else
-        from quipu.storage.postgres.search import exact_scan_floor
-
-        def scan(q: Any) -> Any:
-            with store._conn() as conn:
-                return exact_scan_floor(conn, ref, q, limit)
-
-        out["pgvector_exact_scan_ms"] = _timed(scan, queries)
+    scan = getattr(store, "exact_scan_floor", None)
+    if scan is not None:
+        out["sql_exact_scan_ms"] = _timed(lambda q: scan(ref, q, limit), queries)
     return out
 
 
 def _scope_vectors(store: Any, ref: Any) -> npt.NDArray[np.float32]:
-    if hasattr(store, "_conn"):  # PostgreSQL
-        from quipu.storage.postgres.search import scope_vectors
-
-        with store._conn() as conn:
-            return np.asarray(scope_vectors(conn, ref), dtype=np.float32)
-    index = store._index(ref)  # SQLite: the scope index's own matrix
-    return np.ascontiguousarray(index.vec[: len(index)][index.has_vec[: len(index)]])
+    vectors: npt.NDArray[np.float32] = np.asarray(store.scope_vectors(ref), dtype=np.float32)
+    return vectors.reshape(-1, store.embedding_pin().dimension)
 
 
 def _timed(run: Callable[[Any], Any], queries: list[Any]) -> dict[str, float]:

@@ -59,7 +59,9 @@ from quipu.storage.postgres.search import (
     ann_knn,
     bm25,
     exact_knn,
+    exact_scan_floor,
     key_frequencies,
+    scope_vectors,
     track_terms,
     window_rows,
 )
@@ -683,6 +685,16 @@ class PostgresStore(ControlTables, WorkTables, GovernanceTables, RegistryTables)
                 return found, SearchInfo("hnsw-scope+rerank", len(found), sessions)
             found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
             return found, SearchInfo("hnsw-scope-short:exact-btree", size, sessions)
+
+    def scope_vectors(self, ref: ScopeRef) -> list[Vector]:
+        """Every current vector of the scope (``quipu bench scale``'s numpy floor)."""
+        with self._conn() as conn:
+            return scope_vectors(conn, ref)
+
+    def exact_scan_floor(self, ref: ScopeRef, vector: Vector, limit: int) -> list[int]:
+        """The database's exact scan of the scope alone (``quipu bench scale``'s floor)."""
+        with self._conn() as conn:
+            return exact_scan_floor(conn, ref, vector, limit)
 
     def text_candidates(
         self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0

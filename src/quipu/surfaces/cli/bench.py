@@ -489,8 +489,9 @@ def scale(
     out: Out = None,
 ) -> None:
     """Recall at 1k-100k memories per scope (issue 23): p50/p95 by stage for questions naming
-    a date and the others, the floors (query embedding, numpy and pgvector exact scans) in the
-    same run, cold start of the library and of `quipu serve`, RSS, ingest turns/s."""
+    a date and the others, the floors (query embedding, numpy's and the database's exact
+    scans) in the same run, cold start of the library and of `quipu serve`, RSS, ingest
+    turns/s."""
     from quipu.evals import scale as scale_bench
 
     path = _dataset(data, "locomo")
