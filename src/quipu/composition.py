@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
+from threadpoolctl import threadpool_limits
 
 from quipu.auth.access import Access
 from quipu.core.limits import Limits
@@ -202,6 +203,8 @@ def build_reranker(settings: Settings) -> CrossEncoder | None:
 
 
 def build_service(settings: Settings, embedder: Embedder | None = None) -> MemoryService:
+    if settings.blas_threads is not None:  # process-wide; measured in docs/benchmarks.md
+        threadpool_limits(limits=settings.blas_threads, user_api="blas")
     store = build_store(settings)
     try:
         return MemoryService(

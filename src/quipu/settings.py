@@ -57,7 +57,12 @@ class Settings(BaseModel):
         30.0, gt=0, le=600, description="Seconds before an embedding call is abandoned."
     )
     embedding_threads: int | None = Field(
-        None, ge=1, le=64, description="ONNX Runtime intra-op threads for the local model."
+        1,
+        ge=1,
+        le=64,
+        description="ONNX Runtime intra-op threads the local model embeds writes with. Empty: "
+        "one per physical core, which ingested 2.1x slower than one thread on a busy 2-core "
+        "machine (docs/benchmarks.md, issue 23).",
     )
     max_text_bytes: int = Field(
         16_384, ge=64, le=1_048_576, description="Largest memory text, in UTF-8 bytes (MEM-5)."
@@ -288,6 +293,14 @@ class Settings(BaseModel):
         le=30 * 86_400,
         description="How long the answer to a POST sent with an `Idempotency-Key` header is "
         "kept and replayed for the same key (the idempotency window).",
+    )
+    blas_threads: int | None = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Threads numpy's BLAS (OpenBLAS) may use in this process, set when the "
+        "store opens (library, `quipu serve`, `quipu worker`). Empty: leave BLAS's own default "
+        "(every core), which made a 10k-row scope scan 28x slower on a busy 2-core machine.",
     )
 
     @field_validator("*")

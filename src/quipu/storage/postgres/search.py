@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
@@ -130,17 +131,63 @@ def exact_knn(
     filters: Filters,
     limit: int,
     pin: EmbeddingPin,
+    *,
+    custom_plan: bool = False,
 ) -> Found:
-    """Exact top ``limit`` by inner product over the scope's rows (btree, no vector index)."""
+    """Exact top ``limit`` by inner product over the scope's rows (btree, no vector index).
+
+    ``custom_plan`` plans the statement for these values (never a prepared generic plan): a
+    narrow observation window then reads its rows from ``memory_versions_scope_observed``."""
     params: dict[str, Any] = {"q": vector, "model": pin.model_id, "limit": limit}
     where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
+    # Rank keys by distance first, computed once per row (``+ 0`` in the select list, sorted by
+    # its alias), then read the session of the ``limit`` rows kept only: the session is in a
+    # json column, parsed per row, and parsing it for every row of the scope cost a fifth of
+    # the scan (issue 23 finding 2).
     rows = conn.execute(
-        f"SELECT m.key, m.vector <#> %(q)b AS d, {SESSION} FROM memory_versions m"
+        f"SELECT r.key, r.d, {SESSION} FROM ("
+        " SELECT m.key, (m.vector <#> %(q)b) + 0 AS d FROM memory_versions m"
         f" WHERE {where} AND m.embedding_model = %(model)s AND m.vector IS NOT NULL"
-        " ORDER BY (m.vector <#> %(q)b) + 0, m.key LIMIT %(limit)s",
+        " ORDER BY d, m.key LIMIT %(limit)s"
+        ") r JOIN memory_versions m ON m.tenant_id = %(t)s AND m.key = r.key"
+        " ORDER BY r.d, r.key",
         params,
+        prepare=False if custom_plan else None,
     ).fetchall()
     return _found(rows, sign=-1.0)
+
+
+def window_rows(
+    conn: psycopg.Connection[Any], ref: ScopeRef, filters: Filters, cap: int
+) -> int | None:
+    """How many of the scope's current rows were observed inside ``filters``' window, counted
+    up to ``cap`` (an index-only scan of ``memory_versions_scope_observed``); ``None`` when the
+    filters name no window or read ``as_of`` (those rows need not be current).
+
+    A question naming a date searches only that window (:mod:`quipu.retrieval.temporal`). In a
+    large scope a narrow window is better served by the exact scan of its few rows than by the
+    scope's HNSW walk, which must visit most of the graph to find rows passing the filter (and,
+    coming back short, fell back to an exact scan of the whole scope); an empty window needs no
+    search at all (issue 23 finding 1)."""
+    if filters.as_of is not None or (
+        filters.observed_after is None and filters.observed_before is None
+    ):
+        return None
+    params: dict[str, Any] = {"cap": cap}
+    where = [scope_where(ref, params), "m.is_current"]
+    if filters.observed_after is not None:
+        params["w_after"] = filters.observed_after
+        where.append("m.observed_at >= %(w_after)s")
+    if filters.observed_before is not None:
+        params["w_before"] = filters.observed_before
+        where.append("m.observed_at < %(w_before)s")
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM memory_versions m"
+        f" WHERE {' AND '.join(where)} LIMIT %(cap)s) w",
+        params,
+        prepare=False,
+    ).fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def ann_knn(
@@ -260,11 +307,15 @@ def bm25(
     if exact:
         candidates = f"{where} AND m.terms @@ %(tsq)s::tsquery"
     else:
-        # every row holding a rare term, and the most recent rows holding any term
+        # every row holding a rare term, and the most recent rows holding any term. The rows
+        # holding a term come from the GIN index first (OFFSET 0 keeps the planner from
+        # walking the recency index instead, testing every row's terms on the way: 62,773
+        # rows and 21,638 pages for one 100k-scope query whose matches were not recent; issue
+        # 23), then the most recent of them are kept.
         recent = (
-            f"(SELECT m.key FROM memory_versions m WHERE {where}"
-            " AND m.terms @@ %(tsq)s::tsquery"
-            " ORDER BY m.recorded_at DESC, m.id DESC LIMIT %(budget)s)"
+            "(SELECT h.key FROM (SELECT m.key, m.recorded_at, m.id FROM memory_versions m"
+            f" WHERE {where} AND m.terms @@ %(tsq)s::tsquery OFFSET 0) h"
+            " ORDER BY h.recorded_at DESC, h.id DESC LIMIT %(budget)s)"
         )
         if rare:
             recent = (
@@ -421,3 +472,29 @@ def track_terms(conn: psycopg.Connection[Any], ref: ScopeRef) -> None:
             " AND owner = %s",
             scope,
         )
+
+
+def scope_vectors(conn: psycopg.Connection[Any], ref: ScopeRef) -> list[Vector]:
+    """Every current vector of the scope (the numpy floor of ``quipu bench scale``)."""
+    params: dict[str, Any] = {}
+    rows = conn.execute(
+        f"SELECT m.vector FROM memory_versions m WHERE {scope_where(ref, params)}"
+        " AND m.is_current AND m.vector IS NOT NULL",
+        params,
+    ).fetchall()
+    return [np.asarray(r[0].to_numpy(), dtype=np.float32) for r in rows]
+
+
+def exact_scan_floor(
+    conn: psycopg.Connection[Any], ref: ScopeRef, vector: Vector, limit: int
+) -> list[int]:
+    """pgvector's exact scan of the scope alone: the scope's btree, the distance, the sort —
+    no filter, no session, nothing else (the floor :func:`exact_knn` is measured against)."""
+    params: dict[str, Any] = {"q": vector, "limit": limit}
+    rows = conn.execute(
+        f"SELECT m.key FROM memory_versions m WHERE {scope_where(ref, params)} AND m.is_current"
+        " ORDER BY (m.vector <#> %(q)b) + 0 LIMIT %(limit)s",
+        params,
+        prepare=False,
+    ).fetchall()
+    return [int(r[0]) for r in rows]

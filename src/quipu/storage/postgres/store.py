@@ -64,8 +64,11 @@ from quipu.storage.postgres.search import (
     ann_knn,
     bm25,
     exact_knn,
+    exact_scan_floor,
     key_frequencies,
+    scope_vectors,
     track_terms,
+    window_rows,
 )
 from quipu.storage.postgres.work import WorkTables
 from quipu.storage.timecodec import from_micros, to_micros
@@ -695,6 +698,12 @@ class PostgresStore(
             if filters.as_of is not None or size <= self.plan.exact_limit:
                 found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
                 return found, SearchInfo("exact-btree", size, sessions)
+            inside = window_rows(conn, ref, filters, self.plan.exact_limit + 1)
+            if inside == 0:
+                return [], SearchInfo("window-empty", 0)
+            if inside is not None and inside <= self.plan.exact_limit:
+                found, sessions = exact_knn(conn, ref, query, filters, limit, pin, custom_plan=True)
+                return found, SearchInfo("exact-window", inside, sessions)
             if not self._ann_ready(ref, pin):
                 found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
                 return found, SearchInfo("exact-btree:ann-index-pending", size, sessions)
@@ -705,6 +714,16 @@ class PostgresStore(
                 return found, SearchInfo("hnsw-scope+rerank", len(found), sessions)
             found, sessions = exact_knn(conn, ref, query, filters, limit, pin)
             return found, SearchInfo("hnsw-scope-short:exact-btree", size, sessions)
+
+    def scope_vectors(self, ref: ScopeRef) -> list[Vector]:
+        """Every current vector of the scope (``quipu bench scale``'s numpy floor)."""
+        with self._conn() as conn:
+            return scope_vectors(conn, ref)
+
+    def exact_scan_floor(self, ref: ScopeRef, vector: Vector, limit: int) -> list[int]:
+        """The database's exact scan of the scope alone (``quipu bench scale``'s floor)."""
+        with self._conn() as conn:
+            return exact_scan_floor(conn, ref, vector, limit)
 
     def text_candidates(
         self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0

@@ -69,6 +69,11 @@ class Row:
     session: str | None
 
 
+#: A filter passing fewer than one row in this many is applied before scoring: only the rows
+#: that pass are scored (a gather of their vectors costs more per row than the full product).
+_NARROW = 8
+
+
 class ScopeIndex:
     """Versions of one scope with their vectors; thread-safe, grown in place."""
 
@@ -333,36 +338,47 @@ class ScopeIndex:
     def search(
         self, query: npt.NDArray[np.float32], filters: Filters, limit: int, now_micros: int
     ) -> tuple[list[Candidate], int]:
-        """Exact top-``limit`` by cosine among rows passing the filters; returns rows scanned."""
+        """Exact top-``limit`` by cosine among rows passing the filters; returns rows scanned.
+
+        The filters are applied first: when few rows pass (a dated question's observation
+        window, issue 23 finding 1) only their vectors are scored, not the whole scope's."""
         with self.lock:
             n = self._n
             if n == 0 or limit <= 0:
                 return [], 0
-            m = self.mask(filters, now_micros) & self.has_vec[:n]
-            scores = self.vec[:n] @ query
-            return self._top(scores, m, limit)
+            idx = np.flatnonzero(self.mask(filters, now_micros) & self.has_vec[:n])
+            if idx.size == 0:
+                return [], 0
+            if idx.size * _NARROW < n:
+                return self._top(self.vec[idx] @ query, idx, limit)
+            return self._top((self.vec[:n] @ query)[idx], idx, limit)
 
     def search_text(
         self, keys: Mapping[str, float], filters: Filters, limit: int, now_micros: int
     ) -> tuple[list[Candidate], int]:
         """Top-``limit`` by BM25 over the weighted query ``keys``
         (:func:`~quipu.retrieval.expansion.query_keys`) among rows passing the filters that
-        hold one of them."""
+        hold one of them (no scoring at all when no row passes the filters)."""
         with self.lock:
             n = self._n
-            scores = self.postings.scores(keys) if n else None
-            if scores is None or limit <= 0:
+            if n == 0 or limit <= 0:
                 return [], 0
-            m = self.mask(filters, now_micros) & (scores > 0)
-            return self._top(scores, m, limit)
+            m = self.mask(filters, now_micros)
+            if not m.any():
+                return [], 0
+            scores = self.postings.scores(keys)
+            if scores is None:
+                return [], 0
+            m &= scores > 0
+            idx = np.flatnonzero(m)
+            return self._top(scores[idx], idx, limit)
 
     def _top(
-        self, scores: npt.NDArray[np.float32], m: npt.NDArray[np.bool_], limit: int
+        self, chosen: npt.NDArray[np.float32], idx: npt.NDArray[np.intp], limit: int
     ) -> tuple[list[Candidate], int]:
-        idx = np.flatnonzero(m)
+        """The ``limit`` best of rows ``idx`` scored ``chosen`` (ties on position)."""
         if idx.size == 0:
             return [], 0
-        chosen = scores[idx]
         take = min(limit, idx.size)
         top = np.argpartition(-chosen, take - 1)[:take] if take < idx.size else np.arange(idx.size)
         top = top[np.lexsort((idx[top], -chosen[top]))]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import MemoryVersion, ScopeRef
@@ -58,6 +59,14 @@ class ScopeSearch:
         index = self._index(ref)
         found, scanned = index.search(vector, filters, limit, now_micros())
         return found, SearchInfo("exact-numpy", scanned)
+
+    def scope_vectors(self, ref: ScopeRef) -> npt.NDArray[np.float32]:
+        """A copy of the scope's vectors as the index holds them (``quipu bench scale``'s numpy
+        floor scans the very same matrix)."""
+        index = self._index(ref)
+        with index.lock:
+            n = len(index)
+            return np.ascontiguousarray(index.vec[:n][index.has_vec[:n]])
 
     def text_candidates(
         self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0

@@ -23,6 +23,7 @@ from quipu.surfaces.cli import (
     access,
     bench,
     bench_planes,  # noqa: F401  (adds its commands to bench.app)
+    bench_scale,  # noqa: F401  (adds its command to bench.app)
     governance,
     jobs,
     portable,

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.status import Status
 
 from quipu.surfaces.cli.bench import Data, Out, _dataset, _emit, _reporter, app, console
 
@@ -78,3 +80,33 @@ def documents_scale(
         finally:
             store.close()
     _emit("documents-scale", result, out)
+
+
+# --------------------------------------------------------------------------------------
+# The knowledge plane (issue 25): quipu.evals.knowledge_bench
+# --------------------------------------------------------------------------------------
+
+
+@app.command()
+def knowledge(
+    data: Data = None,
+    conversations: Annotated[
+        int, typer.Option("--conversations", min=1, help="LoCoMo conversations to load.")
+    ] = 2,
+    skip: Annotated[
+        int, typer.Option("--skip", min=0, help="Conversations to leave out first (held out).")
+    ] = 0,
+    k: Annotated[int, typer.Option("--k", min=1, max=100, help="Rows per question.")] = 10,
+    out: Out = None,
+) -> None:
+    """Merged recall against per-scope recall on LoCoMo split across three memory scopes and
+    the knowledge plane (issue 25): evidence recall, tokens per query, determinism, latency."""
+    from quipu.embeddings.local import LocalEmbedder
+    from quipu.evals import knowledge_bench
+
+    path = _dataset(data, "locomo")
+    with Status("knowledge scenario", console=Console(stderr=True)):
+        result = knowledge_bench.run(
+            path, LocalEmbedder(), conversations=conversations, skip=skip, k=k
+        )
+    _emit("knowledge", result, out)
