@@ -218,7 +218,9 @@ def test_api_003_governance_tool_schemas_state_their_bounds(service: MemoryServi
     tools, refused = anyio.run(main)
     merge_ids = tools["memory_merge"]["ids"]
     assert (merge_ids["minItems"], merge_ids["maxItems"]) == (2, MAX_MERGE)
-    assert tools["memory_snapshot"]["ids"]["maxItems"] == MAX_SNAPSHOT_MEMBERS
+    snapshot_ids = tools["memory_snapshot"]["ids"]["anyOf"][0]  # ids or a recall_id
+    assert (snapshot_ids["minItems"], snapshot_ids["maxItems"]) == (1, MAX_SNAPSHOT_MEMBERS)
+    assert tools["memory_snapshot"]["recall_id"]["anyOf"][0]["maxLength"] == 128
     assert tools["memory_restore"]["version"]["minimum"] == 1
     limit = tools["review_queue"]["limit"]["anyOf"][0]
     assert (limit["minimum"], limit["maximum"]) == (1, Limits().max_page)

@@ -23,6 +23,24 @@ NO_JSON_FLAG = {
     "quipu bench recall",
     "quipu bench http",
     "quipu bench promote",
+    # benches print their JSON result (and --out writes it); eval generate-tech writes files
+    "quipu bench documents",
+    "quipu bench documents-scale",
+    "quipu bench knowledge",
+    "quipu bench scale",
+    "quipu eval generate-tech",
+    # the planes' commands print JSON only, for people and scripts alike
+    "quipu search",
+    "quipu kv set",
+    "quipu kv get",
+    "quipu kv list",
+    "quipu kv history",
+    "quipu kv delete",
+    "quipu documents add",
+    "quipu documents search",
+    "quipu documents read",
+    "quipu documents list",
+    "quipu documents delete",
 }
 
 

@@ -13,6 +13,14 @@ from quipu.core.records import Principal
 from quipu.documents import DocumentService
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.plane_responses import (
+    DocumentAddOut,
+    DocumentEraseOut,
+    DocumentOut,
+    DocumentPageOut,
+    DocumentTextOut,
+    PointersOut,
+)
 from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["documents"])
@@ -52,7 +60,7 @@ class DeleteBody(Body):
     reason: str | None = Field(None, description="Why; audited, never in a URL.")
 
 
-@router.post("/documents", response_model=Json, status_code=201, summary="Add a document")
+@router.post("/documents", response_model=DocumentAddOut, status_code=201, summary="Add a document")
 def add_document(body: AddBody, docs: Docs, who: Who) -> SafeJSONResponse:
     added = docs.add(
         who,
@@ -66,7 +74,7 @@ def add_document(body: AddBody, docs: Docs, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse(added, status_code=201)
 
 
-@router.get("/documents", response_model=Json, summary="List the documents of one scope")
+@router.get("/documents", response_model=DocumentPageOut, summary="List the documents of one scope")
 def list_documents(
     docs: Docs,
     who: Who,
@@ -77,19 +85,23 @@ def list_documents(
     return SafeJSONResponse(docs.list(who, scope=scope, cursor=cursor, limit=limit))
 
 
-@router.post("/documents/search", response_model=Json, summary="Search one scope's documents")
+@router.post(
+    "/documents/search", response_model=PointersOut, summary="Search one scope's documents"
+)
 def search_documents(body: SearchBody, docs: Docs, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse(docs.search(who, body.query, scope=body.scope, k=body.k))
 
 
-@router.get("/documents/{document_id}", response_model=Json, summary="A document's record")
+@router.get("/documents/{document_id}", response_model=DocumentOut, summary="A document's record")
 def get_document(
     document_id: str, docs: Docs, who: Who, scope: ScopeParam = "agent"
 ) -> SafeJSONResponse:
     return SafeJSONResponse(docs.get(who, document_id, scope=scope).to_dict())
 
 
-@router.get("/documents/{document_id}/text", response_model=Json, summary="Read a bounded range")
+@router.get(
+    "/documents/{document_id}/text", response_model=DocumentTextOut, summary="Read a bounded range"
+)
 def read_document(
     document_id: str,
     docs: Docs,
@@ -102,7 +114,9 @@ def read_document(
 
 
 @router.post(
-    "/documents/{document_id}/delete", response_model=Json, summary="Delete a document (logical)"
+    "/documents/{document_id}/delete",
+    response_model=DocumentOut,
+    summary="Delete a document (logical)",
 )
 def delete_document(
     document_id: str,
@@ -123,7 +137,7 @@ class EraseBody(Body):
 
 @router.post(
     "/documents/{document_id}/erase",
-    response_model=Json,
+    response_model=DocumentEraseOut,
     summary="Erase a document's text (compliance)",
 )
 def erase_document(

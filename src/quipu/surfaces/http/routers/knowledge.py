@@ -16,6 +16,16 @@ from quipu.knowledge import KnowledgeService
 from quipu.recall_context import MergedRecall
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.plane_responses import (
+    ArticleEraseOut,
+    ArticleHistoryOut,
+    ArticleOut,
+    ArticleSearchOut,
+    ArticleWriteOut,
+    ContextOut,
+    GraduateOut,
+    ReferencedOut,
+)
 from quipu.surfaces.http.schemas import Body
 from quipu.usage import Graduation
 
@@ -93,8 +103,9 @@ class ReferencedBody(Body):
 @router.post(
     "/knowledge",
     summary="Write an article through the novelty gate",
-    response_model=Json,
+    response_model=ArticleWriteOut,
     status_code=201,
+    responses={200: {"description": "An exact duplicate: the existing article (deduplicated)"}},
 )
 def create_article(body: ArticleBody, merged: Merged, who: Who) -> SafeJSONResponse:
     result = merged.knowledge.create(
@@ -110,7 +121,9 @@ def create_article(body: ArticleBody, merged: Merged, who: Who) -> SafeJSONRespo
     return SafeJSONResponse(result.to_dict(), status_code=201 if result.created else 200)
 
 
-@router.post("/knowledge/search", summary="Search knowledge articles", response_model=Json)
+@router.post(
+    "/knowledge/search", summary="Search knowledge articles", response_model=ArticleSearchOut
+)
 def search_articles(body: SearchBody, merged: Merged, who: Who) -> SafeJSONResponse:
     found = merged.knowledge.search(
         who, body.query, k=body.k, category=body.category, tags=body.tags, project=body.project
@@ -118,7 +131,7 @@ def search_articles(body: SearchBody, merged: Merged, who: Who) -> SafeJSONRespo
     return SafeJSONResponse(found.to_dict())
 
 
-@router.get("/knowledge/{article_id}", summary="Read an article", response_model=Json)
+@router.get("/knowledge/{article_id}", summary="Read an article", response_model=ArticleOut)
 def get_article(
     article_id: str,
     merged: Merged,
@@ -129,14 +142,21 @@ def get_article(
 
 
 @router.get(
-    "/knowledge/{article_id}/history", summary="Every version of an article", response_model=Json
+    "/knowledge/{article_id}/history",
+    summary="Every version of an article",
+    response_model=ArticleHistoryOut,
 )
 def article_history(article_id: str, merged: Merged, who: Who) -> SafeJSONResponse:
     versions = merged.knowledge.history(who, article_id)
     return SafeJSONResponse({"items": [v.to_dict() for v in versions]})
 
 
-@router.patch("/knowledge/{article_id}", summary="Change an article", response_model=Json)
+@router.patch(
+    "/knowledge/{article_id}",
+    summary="Change an article",
+    response_model=ArticleWriteOut,
+    responses={201: {"description": "The change was gated into a new draft (gated_to_draft)"}},
+)
 def update_article(
     article_id: str, body: ArticleChange, merged: Merged, who: Who
 ) -> SafeJSONResponse:
@@ -155,14 +175,16 @@ def update_article(
     return SafeJSONResponse(result.to_dict(), status_code=201 if result.created else 200)
 
 
-@router.post("/knowledge/{article_id}/erase", summary="Erase an article", response_model=Json)
+@router.post(
+    "/knowledge/{article_id}/erase", summary="Erase an article", response_model=ArticleEraseOut
+)
 def erase_article(article_id: str, body: EraseBody, merged: Merged, who: Who) -> SafeJSONResponse:
     erased = merged.knowledge.erase(who, article_id, reason=body.reason)
     return SafeJSONResponse({"id": article_id, "erased": erased})
 
 
 @router.post(
-    "/context", summary="Merged recall of memory scopes and knowledge", response_model=Json
+    "/context", summary="Merged recall of memory scopes and knowledge", response_model=ContextOut
 )
 def recall_context(body: ContextBody, merged: Merged, who: Who) -> SafeJSONResponse:
     result = merged.recall_context(
@@ -182,7 +204,7 @@ def recall_context(body: ContextBody, merged: Merged, who: Who) -> SafeJSONRespo
 @router.post(
     "/context/{recall_id}/referenced",
     summary="Report which recalled rows were used",
-    response_model=Json,
+    response_model=ReferencedOut,
 )
 def recall_referenced(
     recall_id: str, body: ReferencedBody, merged: Merged, who: Who
@@ -199,8 +221,9 @@ class GraduateBody(Body):
 @router.post(
     "/memories/{memory_id}/graduate",
     summary="Graduate a memory into a knowledge article",
-    response_model=Json,
+    response_model=GraduateOut,
     status_code=201,
+    responses={200: {"description": "Already graduated, re-scoped: the existing article"}},
 )
 def graduate_memory(
     memory_id: str, body: GraduateBody, merged: Merged, who: Who

@@ -15,6 +15,12 @@ from quipu.core.records import Principal
 from quipu.kv import KeyValueService
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.plane_responses import (
+    KVEntryOut,
+    KVEraseOut,
+    KVHistoryOut,
+    KVPageOut,
+)
 from quipu.surfaces.http.schemas import Body
 
 #: Endpoints answer with :class:`SafeJSONResponse` themselves (documented as ``Json``), as the
@@ -56,7 +62,7 @@ class EraseBody(Body):
     reason: str = Field(description="Why (required; audited).")
 
 
-@router.get("/kv", response_model=Json, summary="List keys of one scope by prefix")
+@router.get("/kv", response_model=KVPageOut, summary="List keys of one scope by prefix")
 def list_keys(
     kv: KV,
     who: Who,
@@ -70,7 +76,7 @@ def list_keys(
     return SafeJSONResponse(page.to_dict())
 
 
-@router.get("/kv/{key:path}", response_model=Json, summary="Get a key's value (exact)")
+@router.get("/kv/{key:path}", response_model=KVEntryOut, summary="Get a key's value (exact)")
 def get_key(
     key: str, kv: KV, who: Who, scope: ScopeParam = "agent", as_of: datetime | None = None
 ) -> SafeJSONResponse:
@@ -79,7 +85,7 @@ def get_key(
 
 @router.put(
     "/kv/{key:path}",
-    response_model=Json,
+    response_model=KVEntryOut,
     summary="Set a key's value (a new version)",
     responses={201: {"description": "The key's first value"}},
 )
@@ -97,7 +103,7 @@ def set_key(
     return SafeJSONResponse(entry.to_dict(), status_code=201 if entry.version == 1 else 200)
 
 
-@router.delete("/kv/{key:path}", response_model=Json, summary="Delete a key (logical)")
+@router.delete("/kv/{key:path}", response_model=KVEntryOut, summary="Delete a key (logical)")
 def delete_key(
     key: str, kv: KV, who: Who, scope: ScopeParam = "agent", body: DeleteBody | None = None
 ) -> SafeJSONResponse:
@@ -108,13 +114,13 @@ def delete_key(
     return SafeJSONResponse(entry.to_dict())
 
 
-@router.get("/kv-history/{key:path}", response_model=Json, summary="Every version of a key")
+@router.get("/kv-history/{key:path}", response_model=KVHistoryOut, summary="Every version of a key")
 def key_history(key: str, kv: KV, who: Who, scope: ScopeParam = "agent") -> SafeJSONResponse:
     return SafeJSONResponse({"items": [e.to_dict() for e in kv.history(who, key, scope=scope)]})
 
 
 @router.post(
-    "/kv-erase/{key:path}", response_model=Json, summary="Erase a key's values (compliance)"
+    "/kv-erase/{key:path}", response_model=KVEraseOut, summary="Erase a key's values (compliance)"
 )
 def erase_key(
     key: str, body: EraseBody, kv: KV, who: Who, scope: ScopeParam = "agent"

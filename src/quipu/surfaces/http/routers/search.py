@@ -13,6 +13,9 @@ from quipu.kv import KeyValueService
 from quipu.search import SearchService
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.plane_responses import (
+    PlaneSearchOut,
+)
 from quipu.surfaces.http.routers.documents import documents
 from quipu.surfaces.http.schemas import Body
 
@@ -38,7 +41,7 @@ class SearchBody(Body):
     )
 
 
-@router.post("/search", response_model=dict[str, Any], summary="Search every plane of one scope")
+@router.post("/search", response_model=PlaneSearchOut, summary="Search every plane of one scope")
 def search(
     body: SearchBody,
     svc: Annotated[SearchService, Depends(searcher)],
