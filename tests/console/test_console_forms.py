@@ -201,3 +201,18 @@ def test_ops_4_resume_names_live_keys_only(site: Site) -> None:
     site.access.revoke_key("t", admin_id)
     with pytest.raises(Unauthorized):
         site.access.resume(admin_id)
+
+
+def test_ops_4_recall_quantiles_from_histogram_buckets() -> None:
+    """The health page's recall p50/p95 (issue 29): Prometheus's histogram_quantile rule,
+    linear inside the bucket holding the rank, the highest finite bound in +Inf."""
+    from quipu.surfaces.metrics import quantile
+
+    inf = float("inf")
+    # 10 recalls: 4 under 10 ms, 5 more under 50 ms, 1 over 1 s
+    buckets = [(0.01, 4.0), (0.05, 9.0), (1.0, 9.0), (inf, 10.0)]
+    assert quantile(0.5, buckets) == pytest.approx(0.01 + 0.04 * (1 / 5))
+    assert quantile(0.95, buckets) == 1.0
+    assert quantile(0.2, buckets) == pytest.approx(0.005)
+    assert quantile(0.5, [(0.01, 0.0), (inf, 0.0)]) is None
+    assert quantile(0.5, []) is None

@@ -136,3 +136,26 @@ def session_fingerprint(turns: Sequence[SessionTurn]) -> str:
         digest.update(json.dumps([turn.seq, turn.role, turn.content]).encode())
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session as an operator lists it (OPS-4): its subject, the turns and bytes it holds,
+    when its last unpruned turn was written, and what its last promotion ended as (``None``:
+    never promoted)."""
+
+    key: SessionKey
+    turns: int
+    bytes: int
+    last_at: datetime | None
+    promotion: str | None
+
+    @property
+    def agent(self) -> str:
+        """The agent (or key) part of the session's subject."""
+        return self.key.owner.partition("\x1f")[0]
+
+    @property
+    def user(self) -> str | None:
+        """The end user part of the session's subject (``None`` when there is none)."""
+        return self.key.owner.partition("\x1f")[2] or None

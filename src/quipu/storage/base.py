@@ -22,7 +22,14 @@ from quipu.core.kv import KVChange, KVEntry
 from quipu.core.portable import PortableSession
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
-from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
+from quipu.core.sessions import (
+    IdleSession,
+    SessionBounds,
+    SessionInfo,
+    SessionKey,
+    SessionTurn,
+    Watermark,
+)
 from quipu.core.versions import Change
 from quipu.retrieval.vectors import Vector as Vector  # noqa: PLC0414 (re-exported)
 
@@ -554,3 +561,22 @@ class Store(Protocol):
         self, tenant_id: str, memory_id: str, article_id: str, at: datetime, re_scoped: bool
     ) -> bool:
         """Stamp the memory's one graduation; False when it had graduated already."""
+
+    # -- what the operator console reads of sessions (OPS-4) ---------------------------------
+    def list_sessions(
+        self, tenant_id: str, agent: str | None, user: str | None, limit: int
+    ) -> list[SessionInfo]:
+        """The tenant's sessions whose subject has agent part ``agent`` and user part ``user``
+        (``None``: any), the most recently written first (sessions whose turns are all
+        pruned last)."""
+
+    def session_jobs(
+        self, tenant_id: str, kind: str, idempotency_key: str, limit: int
+    ) -> list[Job]:
+        """The tenant's jobs of ``kind`` under ``idempotency_key``, newest first."""
+
+    def session_memories(
+        self, refs: Sequence[ScopeRef], session_id: str, limit: int
+    ) -> list[MemoryVersion]:
+        """The current versions (any status) of memories written in session ``session_id``
+        in the partitions ``refs``, in write order."""

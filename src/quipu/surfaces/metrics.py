@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -185,3 +186,57 @@ class _Forward(Collector):
 
     def collect(self) -> Iterator[Any]:
         yield from self.registry.collect()
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Quantiles of one histogram, estimated from its buckets as Prometheus's
+    ``histogram_quantile`` does (linear within a bucket), in seconds; ``None`` when nothing
+    was observed."""
+
+    count: int
+    p50: float | None
+    p95: float | None
+
+
+def recall_latency(stage: str = "total") -> Latency:
+    """Recall ``stage`` latency (``total``: the whole pipeline, as ``meta.timings.total_ms``)
+    over every recall this server answered since it started: this process's histogram, or
+    every worker's when they share a metrics directory (the console's health page)."""
+    registry = REGISTRY
+    if os.environ.get(MULTIPROCESS_ENV):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    buckets: dict[float, float] = {}
+    for family in registry.collect():
+        if family.name != "quipu_recall_stage_seconds":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_bucket") and sample.labels.get("stage") == stage:
+                bound = float(sample.labels["le"])
+                buckets[bound] = buckets.get(bound, 0.0) + sample.value
+    cumulative = sorted(buckets.items())
+    count = int(cumulative[-1][1]) if cumulative else 0
+    return Latency(
+        count,
+        quantile(0.5, cumulative) if count else None,
+        quantile(0.95, cumulative) if count else None,
+    )
+
+
+def quantile(q: float, cumulative: Sequence[tuple[float, float]]) -> float | None:
+    """The ``q`` quantile of a histogram given as (upper bound, cumulative count) pairs sorted
+    by bound, the last ``+Inf``: linear interpolation inside the bucket that holds the rank;
+    in the ``+Inf`` bucket, the highest finite bound (Prometheus's ``histogram_quantile``)."""
+    if not cumulative or cumulative[-1][1] <= 0:
+        return None
+    rank = q * cumulative[-1][1]
+    lower, below = 0.0, 0.0
+    for bound, seen in cumulative:
+        if seen >= rank:
+            if bound == float("inf"):
+                return lower
+            inside = seen - below
+            return lower + (bound - lower) * ((rank - below) / inside if inside else 1.0)
+        lower, below = bound, seen
+    return lower

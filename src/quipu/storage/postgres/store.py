@@ -70,6 +70,7 @@ from quipu.storage.postgres.search import (
     track_terms,
     window_rows,
 )
+from quipu.storage.postgres.sessions_view import SessionViews
 from quipu.storage.postgres.work import WorkTables
 from quipu.storage.timecodec import from_micros, to_micros
 
@@ -89,6 +90,7 @@ class PostgresStore(
     KVTables,
     DocumentTables,
     KnowledgeTables,
+    SessionViews,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 

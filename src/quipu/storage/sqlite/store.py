@@ -57,6 +57,7 @@ from quipu.storage.sqlite.rows import (
 )
 from quipu.storage.sqlite.scope_index import ScopeIndex
 from quipu.storage.sqlite.search import ScopeSearch, now_micros
+from quipu.storage.sqlite.sessions_view import SessionViews
 from quipu.storage.sqlite.work import WorkTables
 from quipu.storage.timecodec import FOREVER, from_micros_opt, to_micros, to_micros_opt
 
@@ -78,6 +79,7 @@ class SQLiteStore(
     KVTables,
     DocumentTables,
     KnowledgeTables,
+    SessionViews,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 

@@ -9,7 +9,7 @@ import secrets
 import shlex
 import time
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -20,6 +20,7 @@ from quipu.core import validate
 from quipu.core.jobs import JobStatus
 from quipu.core.records import Kind, Principal, Scope, Status
 from quipu.errors import InvalidInput, QuipuError
+from quipu.surfaces import metrics
 from quipu.surfaces.console.diff import changed_fields, version_at, word_diff
 from quipu.surfaces.console.sessions import same_token
 from quipu.surfaces.console.web import (
@@ -41,6 +42,8 @@ from quipu.surfaces.console.web import (
 )
 
 router = APIRouter()
+#: The health page counts at most this many jobs of each status.
+HEALTH_JOBS = 1000
 
 SCOPES = [s.value for s in Scope]
 KINDS = [k.value for k in Kind]
@@ -160,12 +163,18 @@ def _switch_tenant(console: Console, who: Operator, tenant: str) -> tuple[Princi
 
 @router.get("/subjects", include_in_schema=False)
 def subjects(request: Request, cursor: str | None = None) -> HTMLResponse:
+    """The tenant's subjects with their live counts: a superadmin's oversight list (SCOPE-8,
+    with each subject's memories), or a tenant admin's (its sessions and erasure)."""
     who = operator(request)
-    gov = console_of(request).runtime.governance
-    rows: list[Any] = []
+    console = console_of(request)
+    rows: list[Any]
     next_cursor = None
     if who.superadmin:
-        rows, next_cursor = gov.subjects(who.principal, cursor=cursor, limit=100)
+        rows, next_cursor = console.runtime.governance.subjects(
+            who.principal, cursor=cursor, limit=100
+        )
+    else:
+        rows = console.inspection.subjects(who.principal)
     return render(request, "subjects.html", {"subjects": rows, "next_cursor": next_cursor}, who=who)
 
 
@@ -231,6 +240,7 @@ async def search(request: Request) -> HTMLResponse:
     result = await run_in_threadpool(
         lambda: service.recall(who.principal, query, scope=scope, k=size, **filters)
     )
+    metrics.observe_recall(result.meta)  # a recall like the API's, in the health page's p50/p95
     curl = _curl(
         request, who.principal.tenant_id if who.superadmin else None, query, scope, size, filters
     )
@@ -338,17 +348,24 @@ def health(request: Request) -> HTMLResponse:
     service = console.runtime.service
     caps = service.store.capabilities
     started = time.perf_counter()
-    depth = {
-        status: len(console.runtime.queue.store.list_jobs(who.principal.tenant_id, status, 1000))
-        for status in JobStatus
-    }
+    now = datetime.now(UTC)
+    depth: dict[JobStatus, int] = {}
+    oldest: dict[JobStatus, float] = {}
+    for status in JobStatus:
+        found = console.runtime.queue.store.list_jobs(who.principal.tenant_id, status, HEALTH_JOBS)
+        depth[status] = len(found)
+        if found and status in (JobStatus.QUEUED, JobStatus.RUNNING):
+            oldest[status] = (now - min(j.created_at for j in found)).total_seconds()
     took = (time.perf_counter() - started) * 1000
     context = {
         "backend": caps.backend,
         "vector_search": caps.vector_search,
         "embedder": service.embedder.model_id if service.embedder else None,
         "depth": depth,
+        "oldest": oldest,
+        "capped": HEALTH_JOBS,
+        "recall": metrics.recall_latency(),
         "took_ms": took,
-        "now": datetime.now().astimezone(),
+        "now": now,
     }
     return render(request, "health.html", context, who=who)

@@ -18,6 +18,7 @@ from quipu.auth.access import Access
 from quipu.core.records import Principal, Role
 from quipu.errors import Forbidden, InvalidInput, PayloadTooLarge, QuipuError
 from quipu.inspection import Inspection
+from quipu.knowledge import KnowledgeService
 from quipu.runtime import Runtime
 from quipu.surfaces.console.sessions import ConsoleSession, SessionSigner, same_token
 
@@ -63,6 +64,7 @@ class Console:
     signer: SessionSigner
     inspection: Inspection
     templates: Environment
+    knowledge: KnowledgeService
 
 
 def build_console_state(runtime: Runtime, access: Access, signer: SessionSigner) -> Console:
@@ -72,7 +74,14 @@ def build_console_state(runtime: Runtime, access: Access, signer: SessionSigner)
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    return Console(runtime, access, signer, Inspection(runtime.service), templates)
+    return Console(
+        runtime,
+        access,
+        signer,
+        Inspection(runtime.service),
+        templates,
+        KnowledgeService(runtime.service),
+    )
 
 
 def console_of(request: Request) -> Console:
