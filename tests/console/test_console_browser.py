@@ -299,7 +299,6 @@ def test_ops_4_retry_a_failed_job(server: ConsoleServer, page: Any) -> None:
     assert "queued" in page.locator(f"#job-{job.job_id}").inner_text()
     page.goto(f"{server.url}/console/health")
     assert "queued" in page.inner_text("#health")
-    shot(server, page, "health")
 
 
 # -- security ----------------------------------------------------------------------------------
@@ -349,3 +348,181 @@ def test_ops_4_other_tenants_memory_is_not_found(server: ConsoleServer, page: An
     assert "Other's secret roadmap" not in page.content()
     missing = page.goto(f"{server.url}/console/memories/{uuid.uuid4().hex}")
     assert missing is not None and missing.status == 404  # the same answer as a missing id
+
+
+# -- sessions, knowledge, health, a tenant admin's subjects (issue 29, fourth wave) -----------
+def turn(server: ConsoleServer, who: str, session_id: str, role: str, content: str) -> Any:
+    with server.api(who) as client:
+        return client.post(
+            f"/v1/sessions/{session_id}/turns", json={"role": role, "content": content}
+        )
+
+
+def test_ops_4_sessions_screen_shows_turns_and_what_was_promoted(
+    server: ConsoleServer, page: Any
+) -> None:
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    assert (
+        turn(server, "agent", sid, "user", "I moved to Lyon, book trains from there").status_code
+        == 201
+    )
+    assert turn(server, "agent", sid, "assistant", "Noted: trains from Lyon").status_code == 201
+    with server.api("agent") as client:
+        promoted = client.post(f"/v1/sessions/{sid}/promote")
+    assert promoted.status_code in (200, 202), promoted.text
+    job_id = promoted.json()["job"]["job_id"]
+    made = server.remember("agent", "u-17 takes trains from Lyon", scope="user", session_id=sid)
+    sign_in(server, page, "admin")
+    with page.expect_navigation():
+        page.click("nav >> text=Sessions")
+    row = page.locator("#sessions tr", has_text=sid)
+    assert "support-bot" in row.inner_text() and "u-17" in row.inner_text()
+    assert row.locator("td.num").inner_text() == "2"
+    shot(server, page, "sessions")
+    with page.expect_navigation():
+        row.locator("a.session-link").click()
+    assert page.inner_text("#session-id") == sid
+    turns = page.locator("#turns li")
+    assert turns.count() == 2
+    assert turns.nth(0).locator(".role").inner_text() == "user"
+    assert "I moved to Lyon" in turns.nth(0).inner_text()
+    assert turns.nth(1).locator(".role").inner_text() == "assistant"
+    assert job_id in page.inner_text("#session-jobs") and "queued" in page.inner_text(
+        "#session-jobs"
+    )
+    assert page.locator("#promoted a.memory-link").all_inner_texts() == [made["text"]]
+    shot(server, page, "session")
+    with page.expect_navigation():
+        page.click("#promoted a.memory-link")
+    assert page.url.endswith(f"/console/memories/{made['id']}")
+    assert sid in page.inner_text("#provenance")
+
+
+def test_ops_4_knowledge_articles_with_history(server: ConsoleServer, page: Any) -> None:
+    title = f"Refund policy {uuid.uuid4().hex[:6]}"
+    with server.api("admin") as client:
+        made = client.post(
+            "/v1/knowledge",
+            json={"title": title, "body": "Refunds within 14 days.", "category": "policy"},
+        )
+        assert made.status_code == 201, made.text
+        article_id = made.json()["article"]["id"]
+        changed = client.patch(
+            f"/v1/knowledge/{article_id}",
+            json={"expected_version": 1, "body": "Refunds within 30 days.", "reason": "new law"},
+        )
+        assert changed.status_code in (200, 201), changed.text
+        history = client.get(f"/v1/knowledge/{article_id}/history").json()["items"]
+    sign_in(server, page, "admin")
+    with page.expect_navigation():
+        page.click("nav >> text=Knowledge")
+    link = page.locator("a.article-link", has_text=title)
+    shot(server, page, "knowledge")
+    with page.expect_navigation():
+        link.click()
+    assert page.inner_text("#article-title") == title
+    assert page.inner_text("#article-body") == "Refunds within 30 days."
+    newest = page.locator("#article-history li").first
+    assert newest.locator("del").inner_text() == "14"
+    assert newest.locator("ins").inner_text() == "30"
+    assert "new law" in newest.inner_text()
+    shot(server, page, "article")
+    v1, v2 = (datetime.fromisoformat(v["recorded_at"]) for v in history)
+    page.fill("#article-as-of", (v1 + (v2 - v1) / 2).strftime("%Y-%m-%dT%H:%M:%S.%f")[:23])
+    with page.expect_navigation():
+        page.click("#article-as-of-form button")
+    assert page.inner_text("#article-body") == "Refunds within 14 days."
+
+
+def test_ops_4_health_shows_recall_latency_and_queue(server: ConsoleServer, page: Any) -> None:
+    server.remember("admin", "The warehouse opens at 7", scope="tenant")
+    with server.api("agent") as client:
+        assert (
+            client.post(
+                "/v1/sessions/s-health/turns", json={"role": "user", "content": "hi"}
+            ).status_code
+            == 201
+        )
+        assert client.post("/v1/sessions/s-health/promote").status_code in (200, 202)
+        for _ in range(3):
+            assert client.post("/v1/recall", json={"query": "warehouse hours"}).status_code == 200
+    sign_in(server, page, "admin")
+    page.goto(f"{server.url}/console/health")
+    latency = page.inner_text("#recall-latency")
+    assert " ms / " in latency and "recalls since the server started" in latency, latency
+    assert "queued" in page.inner_text("#job-depth")
+    assert "queued" in page.inner_text("#job-age") and " s" in page.inner_text("#job-age")
+    shot(server, page, "health")
+
+
+def test_ops_4_tenant_admin_lists_subjects_and_requests_an_erasure(
+    server: ConsoleServer, page: Any
+) -> None:
+    server.remember("agent", "u-17 prefers window seats", scope="user")
+    sign_in(server, page, "admin")
+    row = page.locator("#subjects tr", has_text="u-17").filter(has_text="user").first
+    assert int(row.locator("td.num").inner_text()) >= 1
+    assert page.locator("#subjects a.subject-link").count() == 0  # memories: superadmin only
+    shot(server, page, "subjects-admin")
+    with page.expect_navigation():
+        row.locator("a.sessions-link").click()
+    assert "/console/sessions?scope=user&owner=u-17" in page.url
+    page.goto(f"{server.url}/console/subjects")
+    with page.expect_navigation():
+        page.locator("#subjects tr", has_text="u-17").locator("a.erase-link").first.click()
+    assert page.inner_text("#erase-user") == "u-17"
+    target = f"{server.url}/console/erase-subject"
+    forged = page.request.post(target, form={"user": "u-17", "reason": "x", "confirm": "u-17"})
+    assert forged.status == 403 and "csrf_refused" in forged.text()
+    shot(server, page, "erase-subject")
+    page.fill("#reason-erase-subject", "the user asked to be forgotten")
+    page.fill("#confirm-erase-subject", "u-1")
+    with page.expect_navigation():
+        page.click("#do-erase-subject")
+    assert page.inner_text("#error-code") == "confirmation_required"
+    page.go_back()
+    page.fill("#reason-erase-subject", "the user asked to be forgotten")
+    page.fill("#confirm-erase-subject", "u-17")
+    with page.expect_navigation():
+        page.click("#do-erase-subject")
+    notice = page.inner_text(".notice")
+    assert "Erasure of u-17" in notice and "as job" in notice, notice
+    assert "erase_subject" in page.inner_text("#jobs")
+    page.goto(f"{server.url}/console/audit?action=subject.erase.request")
+    assert "the user asked to be forgotten" in page.inner_text("#audit")
+
+
+def test_ops_4_hostile_text_in_sessions_and_knowledge_renders_inert(
+    server: ConsoleServer, page: Any
+) -> None:
+    """A stored <script> in a turn and an article renders as text; a lone surrogate or NUL
+    never gets stored (422 at the write boundary), so no page shows one."""
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    assert turn(server, "agent", sid, "user", XSS).status_code == 201
+    raw = {"Content-Type": "application/json"}
+    with server.api("agent") as client:
+        for bad in ("\\ud800", "\\u0000"):  # JSON escapes: a lone surrogate, a NUL
+            body = f'{{"role": "user", "content": "bad {bad} text"}}'.encode()
+            answer = client.post(f"/v1/sessions/{sid}/turns", content=body, headers=raw)
+            assert answer.status_code == 422, answer.text
+    with server.api("admin") as client:
+        made = client.post("/v1/knowledge", json={"title": f"{XSS} {sid}", "body": XSS})
+        assert made.status_code == 201, made.text
+        for bad in ("\\ud800", "\\u0000"):
+            body = f'{{"title": "t {bad}", "body": "b {bad}"}}'.encode()
+            refused = client.post("/v1/knowledge", content=body, headers=raw)
+            assert refused.status_code == 422, refused.text
+    article_id = made.json()["article"]["id"]
+    sign_in(server, page, "admin")
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{server.url}/console/sessions")
+    with page.expect_navigation():
+        page.locator("#sessions tr", has_text=sid).locator("a.session-link").click()
+    assert page.locator("#turns li .turn-text").all_inner_texts() == [XSS]
+    page.goto(f"{server.url}/console/knowledge")
+    assert XSS in page.inner_text("#articles")
+    page.goto(f"{server.url}/console/knowledge/{article_id}")
+    assert page.inner_text("#article-body") == XSS
+    assert page.locator("main script").count() == 0 and page.locator("main img").count() == 0
+    assert page.title() != "pwned" and dialogs == []

@@ -197,6 +197,8 @@ class Latency:
     count: int
     p50: float | None
     p95: float | None
+    ceiling: float = 0.0
+    """The highest finite bucket bound: a quantile equal to it means "at least this"."""
 
 
 def recall_latency(stage: str = "total") -> Latency:
@@ -217,10 +219,12 @@ def recall_latency(stage: str = "total") -> Latency:
                 buckets[bound] = buckets.get(bound, 0.0) + sample.value
     cumulative = sorted(buckets.items())
     count = int(cumulative[-1][1]) if cumulative else 0
+    finite = [bound for bound, _ in cumulative if bound != float("inf")]
     return Latency(
         count,
         quantile(0.5, cumulative) if count else None,
         quantile(0.95, cumulative) if count else None,
+        max(finite, default=0.0),
     )
 
 
