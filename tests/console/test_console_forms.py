@@ -216,3 +216,31 @@ def test_ops_4_recall_quantiles_from_histogram_buckets() -> None:
     assert quantile(0.2, buckets) == pytest.approx(0.005)
     assert quantile(0.5, [(0.01, 0.0), (inf, 0.0)]) is None
     assert quantile(0.5, []) is None
+
+
+def test_ops_4_erase_subject_form_refuses_hostile_input_and_queues_nothing(site: Site) -> None:
+    """The end-user erasure form (issue 29): NUL, a lone surrogate, an id with a separator, a
+    missing reason or confirmation, no CSRF token: each a 4xx page, and no job is queued."""
+    csrf = site.sign_in("admin")
+    cases = [
+        ("user=u-1&reason=r&confirm=u-1", 403, "csrf_refused"),
+        (f"csrf={csrf}&user=u-1&reason=a%00b&confirm=u-1", 422, "invalid_text"),
+        (f"csrf={csrf}&user=u-1&reason=%ED%A0%80&confirm=u-1", 422, "invalid_form"),
+        (f"csrf={csrf}&user=u%1F1&reason=r&confirm=u%1F1", 422, "invalid_id"),
+        (f"csrf={csrf}&user=u%001&reason=r&confirm=u%001", 422, "invalid_id"),
+        (f"csrf={csrf}&user=u-1&reason=&confirm=u-1", 422, "reason_required"),
+        (f"csrf={csrf}&user=u-1&reason=r&confirm=u-2", 422, "confirmation_required"),
+    ]
+    for body, status, code in cases:
+        answer = site.client.post("/console/erase-subject", content=body, headers=FORM)
+        assert answer.status_code == status, (body, answer.text[:300])
+        assert code in answer.text, (body, answer.text[:300])
+    assert site.runtime.queue.store.list_jobs("t", None, 10) == []
+    done = site.client.post(
+        "/console/erase-subject",
+        content=f"csrf={csrf}&user=u-1&reason=asked&confirm=u-1",
+        headers=FORM,
+        follow_redirects=False,
+    )
+    assert done.status_code == 303 and done.headers["location"].endswith("/jobs")
+    assert [j.kind for j in site.runtime.queue.store.list_jobs("t", None, 10)] == ["erase_subject"]

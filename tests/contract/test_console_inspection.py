@@ -35,6 +35,8 @@ def test_ops_4_sessions_by_subject_with_turns_jobs_and_promoted_memories(
     made = service.remember(alice, "u-alice lives in Lyon", scope="agent_user", session_id="s-1")
     service.remember(alice, "Unrelated, no session", scope="agent_user")
     service.remember(bob, "Bob's memory of his own s-1", scope="user", session_id="s-1")
+    carol = Principal("t1", "key-carol", Role.AGENT, agent_id="carol", user_id="u-alice")
+    service.remember(carol, "carol's s-1 with the same user", scope="user", session_id="s-1")
     look = Inspection(service)
 
     every = look.sessions(ADMIN)
@@ -56,7 +58,7 @@ def test_ops_4_sessions_by_subject_with_turns_jobs_and_promoted_memories(
     view = look.session(ADMIN, f"alice{SEP}u-alice", "s-1")
     assert [(t.seq, t.role) for t in view.turns] == [(1, "user"), (2, "assistant")]
     assert [j.job_id for j in view.jobs] == [job.job_id]
-    assert [m.id for m in view.promoted] == [made.memory.id]  # not bob's, not the unrelated one
+    assert [m.id for m in view.promoted] == [made.memory.id]  # not bob's nor carol's
     # another tenant's admin, or a session nobody wrote: the one 404 (SCOPE-7)
     with pytest.raises(NotFound):
         Inspection(service).session(OTHER_ADMIN, f"alice{SEP}u-alice", "s-2")
