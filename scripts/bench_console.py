@@ -9,8 +9,10 @@ agent ``support-bot`` (imported with vectors of the bundled model's shape), star
 `quipu serve --auth` on it, signs in to the console over HTTP like a browser (CSRF cookie, form
 post, session cookie) and times ``--requests`` sequential loads of each page: the subjects list,
 the subject's first page, a memory's page, the review queue, the audit log, jobs, health, and
-a search (a POST). Times are whole requests measured by the client: server render plus loopback
-HTTP. Nothing is asserted; the numbers are for docs/console.md.
+a search (a POST); then, as a tenant admin, the subjects list, the sessions list (50 sessions of
+20 turns, plus one of 200 turns), that 200-turn session's page, the knowledge list (50
+articles) and an article's page. Times are whole requests measured by the client: server
+render plus loopback HTTP. Nothing is asserted; the numbers are for docs/console.md.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ from quipu.auth.access import Access  # noqa: E402
 from quipu.core.records import Principal, Role  # noqa: E402
 from quipu.embeddings.local import LocalEmbedder  # noqa: E402
 from quipu.evals.perf import machine, percentiles, synthetic_rows  # noqa: E402
+from quipu.knowledge import KnowledgeService  # noqa: E402
 from quipu.memories import MemoryService  # noqa: E402
+from quipu.sessions import SessionService  # noqa: E402
 
 OWNER = "support-bot"
 
@@ -68,6 +72,18 @@ def seed(db: str, rows: int) -> dict[str, str]:
                 batch = []
         if batch:
             service.import_(loader, iter(batch))
+        talker = Principal("acme", "bench-agent", Role.AGENT, agent_id=OWNER, user_id="u-17")
+        sessions = SessionService(store)
+        for n in range(50):
+            for t in range(20):
+                sessions.append(
+                    talker, f"s-{n}", "user" if t % 2 == 0 else "assistant", f"turn {t}"
+                )
+        for t in range(200):
+            sessions.append(talker, "s-long", "user" if t % 2 == 0 else "assistant", f"turn {t}")
+        knowledge = KnowledgeService(service)
+        for n in range(50):
+            knowledge.create(loader, f"Policy {n}", f"Rule {n}: refunds within {n} days.")
         service.close()
         return {"superadmin": superadmin, "admin": admin}
     finally:
@@ -153,6 +169,21 @@ def main() -> None:
             "/console/search", data={"csrf": csrf, "q": "where does Dana sit?", "scope": "agent"}
         )
         assert hits.text.count('class="memory-link"') == 10, "the search found no rows"
+        article = re.search(
+            r'/console/knowledge/([0-9a-f]{32})"', searcher.get("/console/knowledge").text
+        )
+        assert article is not None
+        admin_pages = {
+            "subjects_admin": lambda c: c.get("/console/subjects"),
+            "sessions": lambda c: c.get("/console/sessions"),
+            "session_200_turns": lambda c: c.get(
+                "/console/session", params={"owner": f"{OWNER}\x1fu-17", "id": "s-long"}
+            ),
+            "knowledge": lambda c: c.get("/console/knowledge"),
+            "article": lambda c: c.get(f"/console/knowledge/{article.group(1)}"),
+        }
+        for name, call in admin_pages.items():
+            results[name] = timed(searcher, args.requests, call)
         searcher.close()
     finally:
         server.stop()
