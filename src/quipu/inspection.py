@@ -14,7 +14,7 @@ from typing import Any
 from quipu.core import validate
 from quipu.core.governance import SubjectInfo
 from quipu.core.jobs import Job
-from quipu.core.knowledge import ArticleVersion, can_read
+from quipu.core.knowledge import ArticleVersion, MemoryUsage, can_read
 from quipu.core.records import MemoryVersion, Principal, Scope, ScopeRef
 from quipu.core.scopes import parse_scope
 from quipu.core.sessions import SessionInfo, SessionKey, SessionTurn, Watermark
@@ -133,6 +133,12 @@ class Inspection:
             details={"owner": key.owner, "turns": len(turns), "promoted": len(promoted)},
         )
         return SessionView(key, turns, mark, jobs, promoted)
+
+    def usage(self, principal: Principal, memory_id: str) -> MemoryUsage | None:
+        """A memory's recall count and the knowledge article it graduated to (GRAD-1), for
+        its page (the page's own read of the memory is the audited one)."""
+        need_admin(principal)
+        return self.store.memory_usage(principal.tenant_id, memory_id)
 
     def articles(self, principal: Principal) -> list[ArticleVersion]:
         """The tenant's live knowledge articles (KNOW-1) the operator may read, the most

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -432,6 +432,17 @@ def test_ops_4_knowledge_articles_with_history(server: ConsoleServer, page: Any)
     with page.expect_navigation():
         page.click("#article-as-of-form button")
     assert page.inner_text("#article-body") == "Refunds within 14 days."
+    # a memory that graduated to this article links to it from its page (GRAD-1)
+    source = server.remember("admin", "Refunds take 30 days now", scope="tenant")
+    store = open_store(server.db)
+    try:
+        assert store.mark_graduated("acme", source["id"], article_id, datetime.now(UTC), False)
+    finally:
+        store.close()
+    page.goto(f"{server.url}/console/memories/{source['id']}")
+    with page.expect_navigation():
+        page.click("#graduated-to")
+    assert page.inner_text("#article-id") == article_id
 
 
 def test_ops_4_health_shows_recall_latency_and_queue(server: ConsoleServer, page: Any) -> None:

@@ -319,6 +319,7 @@ def memory(request: Request, memory_id: str, as_of: str | None = None) -> HTMLRe
         )
     rows.reverse()
     holds = [h for h in console.runtime.governance.holds(who.principal) if h.target == current.id]
+    usage = console.inspection.usage(who.principal, current.id)
     context = {
         "ref": ref,
         "current": current,
@@ -328,6 +329,7 @@ def memory(request: Request, memory_id: str, as_of: str | None = None) -> HTMLRe
         "rows": rows,
         "quote": _quote(current),
         "holds": holds,
+        "usage": usage,
         "queued": current.status in (Status.CANDIDATE, Status.QUARANTINED),
         "final": current.status in (Status.ERASED,),
     }
