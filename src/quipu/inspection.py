@@ -75,15 +75,21 @@ class Inspection:
 
     def subjects(
         self, principal: Principal, *, after: tuple[str, str] | None = None
-    ) -> list[SubjectInfo]:
+    ) -> tuple[list[SubjectInfo], tuple[str, str] | None]:
         """The tenant's scope owners (agents, end users, agent-user pairs, the tenant) with
         their live counts, after the (scope, owner) ``after``: what a tenant admin needs to
         find a subject's sessions or to erase an end user (LIFE-4), which admins may do.
-        Audited as ``inspect.subjects``."""
+        Audited as ``subjects.inspect``. Returns a page and the (scope, owner) to read the next
+        one after (``None``: the last page)."""
         need_admin(principal)
-        found = self.store.list_subjects(principal.tenant_id, after, MAX_LISTED)
-        self.guard.audit(principal, "inspect.subjects", (), details={"count": len(found)})
-        return found
+        if after is not None:  # where the last page ended: a scope and an owner as listed
+            _owner_parts(after[1])  # each part a valid id (400 otherwise, never a driver error)
+            after = (parse_scope(after[0]).value, after[1])
+        found = self.store.list_subjects(principal.tenant_id, after, MAX_LISTED + 1)
+        page = found[:MAX_LISTED]
+        self.guard.audit(principal, "subjects.inspect", (), details={"count": len(page)})
+        more = len(found) > MAX_LISTED
+        return page, (page[-1].scope.value, page[-1].owner) if more else None
 
     def sessions(
         self, principal: Principal, *, scope: str | None = None, owner: str | None = None

@@ -172,7 +172,7 @@ def test_ops_4_what_the_agent_knows_about_u17_and_remove_one_fact(
     assert row.locator("td.num").inner_text() == "2"
     shot(server, page, "subjects")
     with page.expect_navigation():
-        row.locator("a").click()
+        row.locator("a.subject-link").click()
     assert "/console/subject?scope=user&owner=u-17" in page.url
     texts = page.locator("a.memory-link").all_inner_texts()
     assert "u-17 is vegetarian" in texts and "u-17 lives in Marseille" in texts

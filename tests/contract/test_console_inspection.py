@@ -85,9 +85,17 @@ def test_ops_4_a_tenant_admin_lists_its_subjects_and_a_non_admin_is_refused(
     service.remember(bob, "bob's note", scope="agent")
     service.remember(other_tenant, "another tenant's user", scope="user")
     look = Inspection(service)
-    found = {(s.scope.value, s.owner): s.live for s in look.subjects(ADMIN)}
-    assert found == {("user", "u-alice"): 2, ("agent", "bob"): 1}
-    assert ("inspect.subjects") in [e.action for e in service.store.list_audit("t1", None, 20)]
+    page, after = look.subjects(ADMIN)
+    assert {(s.scope.value, s.owner): s.live for s in page} == {
+        ("user", "u-alice"): 2,
+        ("agent", "bob"): 1,
+    }
+    assert after is None
+    assert look.subjects(ADMIN, after=("agent", "bob"))[0] == [page[-1]]
+    for bad in (("agent", "b\x00ob"), ("nope", "bob"), ("agent", "a/b")):
+        with pytest.raises(InvalidInput):
+            look.subjects(ADMIN, after=bad)
+    assert ("subjects.inspect") in [e.action for e in service.store.list_audit("t1", None, 20)]
     for who in NOT_ADMINS:
         with pytest.raises(Forbidden):
             look.subjects(who)

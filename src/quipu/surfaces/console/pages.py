@@ -162,20 +162,28 @@ def _switch_tenant(console: Console, who: Operator, tenant: str) -> tuple[Princi
 
 
 @router.get("/subjects", include_in_schema=False)
-def subjects(request: Request, cursor: str | None = None) -> HTMLResponse:
+def subjects(
+    request: Request,
+    cursor: str | None = None,
+    after_scope: str | None = None,
+    after_owner: str | None = None,
+) -> HTMLResponse:
     """The tenant's subjects with their live counts: a superadmin's oversight list (SCOPE-8,
     with each subject's memories), or a tenant admin's (its sessions and erasure)."""
     who = operator(request)
     console = console_of(request)
     rows: list[Any]
     next_cursor = None
+    after = None
     if who.superadmin:
         rows, next_cursor = console.runtime.governance.subjects(
             who.principal, cursor=cursor, limit=100
         )
     else:
-        rows = console.inspection.subjects(who.principal)
-    return render(request, "subjects.html", {"subjects": rows, "next_cursor": next_cursor}, who=who)
+        start = (after_scope, after_owner) if after_scope and after_owner else None
+        rows, after = console.inspection.subjects(who.principal, after=start)
+    context = {"subjects": rows, "next_cursor": next_cursor, "after": after}
+    return render(request, "subjects.html", context, who=who)
 
 
 @router.get("/subject", include_in_schema=False)

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from quipu.core import validate
 from quipu.errors import InvalidInput
+from quipu.inspection import MAX_TURNS
 from quipu.surfaces.console.diff import word_diff
 from quipu.surfaces.console.web import back, console_of, one, operator, posted, render, required
 
@@ -37,7 +38,8 @@ def session(request: Request, owner: str, id: str) -> HTMLResponse:
     """One session: its turns with roles and times, its promotion and what it promoted."""
     who = operator(request)
     view = console_of(request).inspection.session(who.principal, owner, id)
-    return render(request, "session.html", {"view": view}, who=who)
+    context = {"view": view, "max_turns": MAX_TURNS}
+    return render(request, "session.html", context, who=who)
 
 
 @router.get("/knowledge", include_in_schema=False)
