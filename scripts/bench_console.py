@@ -136,7 +136,7 @@ def main() -> None:
     seeded = time.perf_counter() - mark
     from tests.support.console_server import serve
 
-    server: ConsoleServer = serve(db, work, keys)
+    server: ConsoleServer = serve(db, work, keys, wait=600)  # a loaded machine starts slowly
     try:
         client, _ = signed_in(server.url, keys["superadmin"], "acme")
         subject = client.get("/console/subject", params={"scope": "agent", "owner": OWNER})

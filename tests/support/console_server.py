@@ -92,8 +92,9 @@ def start(db: str, workdir: Path) -> ConsoleServer:
     return serve(db, workdir, make_keys(db))
 
 
-def serve(db: str, workdir: Path, keys: dict[str, str]) -> ConsoleServer:
-    """`quipu serve --auth` on ``db`` (already holding ``keys``), up and healthy."""
+def serve(db: str, workdir: Path, keys: dict[str, str], *, wait: float = 90) -> ConsoleServer:
+    """`quipu serve --auth` on ``db`` (already holding ``keys``), up and healthy within
+    ``wait`` seconds."""
     port = free_port()
     env = {
         **os.environ,
@@ -111,7 +112,7 @@ def serve(db: str, workdir: Path, keys: dict[str, str]) -> ConsoleServer:
         )
     url = f"http://127.0.0.1:{port}"
     server = ConsoleServer(url, db, process, log, keys)
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + wait
     while True:
         if process.poll() is not None:
             raise RuntimeError(log.read_text())
