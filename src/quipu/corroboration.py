@@ -14,7 +14,7 @@ from datetime import datetime
 from quipu.core.auth import Actor
 from quipu.core.governance import corroboration
 from quipu.core.query import Filters
-from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, Trust
+from quipu.core.records import MemoryVersion, Principal, ScopeRef, Source, Status, Trust
 from quipu.errors import Conflict
 from quipu.storage.base import Store, Vector
 
@@ -25,6 +25,8 @@ from quipu.storage.base import Store, Vector
 NEAR_CORROBORATION = 0.388
 #: Nearest neighbours a write looks at for near duplicates to corroborate.
 NEAR_CANDIDATES = 5
+#: The sources whose rows start unverified: the only ones a near duplicate can corroborate.
+UNVERIFIED_SOURCES = frozenset({Source.PROMOTED, Source.EXTRACTED, Source.HARVESTED})
 
 
 def corroborate(
@@ -66,7 +68,9 @@ def corroborate_near(
     source for it; those verified."""
     if vector is None or written.status is not Status.ACTIVE:
         return []
-    flt = Filters(statuses=frozenset({Status.ACTIVE}), project=written.project)
+    flt = Filters(
+        statuses=frozenset({Status.ACTIVE}), sources=UNVERIFIED_SOURCES, project=written.project
+    )
     found, _ = store.vector_candidates(ref, vector, flt, NEAR_CANDIDATES)
     near = {c.key: c.score for c in found if c.score >= threshold}
     done: list[MemoryVersion] = []
