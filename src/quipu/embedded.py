@@ -17,7 +17,7 @@ from typing import Any
 from quipu.composition import build_runtime, build_service, load_settings, local_principal
 from quipu.core import validate
 from quipu.core.auth import AuditEvent
-from quipu.core.governance import Hold, Project, Snapshot
+from quipu.core.governance import Hold, Project, Snapshot, SubjectInfo
 from quipu.core.jobs import Job
 from quipu.core.knowledge import ArticleVersion, ArticleWrite
 from quipu.core.query import Page, RecallResult
@@ -514,6 +514,49 @@ class Quipu:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    # -- oversight and job control (SCOPE-8, SAFE-4): the HTTP clients' verbs, same codes ------
+    def erasure_job(self, job_id: str) -> Job:
+        """A subject erasure's job, with its progress and final counts per table. Ids are
+        checked first, as the HTTP clients check them before a request (422 ``invalid_id``)."""
+        ident = validate.identifier(job_id, field="job_id")
+        return self.governance.erasure_job(self.principal, ident)
+
+    def subjects(
+        self, *, cursor: str | None = None, limit: int | None = None
+    ) -> tuple[builtins.list[SubjectInfo], str | None]:
+        """Every scope owner of the tenant with its live memories (superadmins; audited)."""
+        return self.governance.subjects(self.principal, cursor=cursor, limit=limit)
+
+    def oversight_list(
+        self,
+        *,
+        scope: str | None = None,
+        owner: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        statuses: Sequence[str] | None = None,
+        as_of: Instant | None = None,
+    ) -> Page:
+        """Any subject's memories, or with no ``owner`` every owner's (superadmins)."""
+        return self.governance.oversight_list(self.principal, **_options(locals()))
+
+    def oversight_forget(self, memory_id: str, *, reason: str | None = None) -> MemoryVersion:
+        """Forget any memory of the tenant (superadmins; audited)."""
+        ident = validate.identifier(memory_id, field="id")
+        return self.governance.oversight_forget(self.principal, ident, reason=reason)
+
+    def cancel_job(self, job_id: str) -> Job:
+        """Cancel a queued or running job of the tenant (admins; audited ``job.cancel``)."""
+        return self.governance.job_cancel(
+            self.principal, validate.identifier(job_id, field="job_id")
+        )
+
+    def retry_job(self, job_id: str) -> Job:
+        """Queue a failed or cancelled job again (admins; audited ``job.retry``)."""
+        return self.governance.job_retry(
+            self.principal, validate.identifier(job_id, field="job_id")
+        )
 
     # ``list`` last: below it, the name would shadow the builtin in annotations.
     def list(

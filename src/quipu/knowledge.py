@@ -37,6 +37,7 @@ from quipu.core.knowledge import (
     ArticleWrite,
     Verdict,
     Visibility,
+    article_tombstone,
     can_read,
     is_admin,
     subject_of,
@@ -300,21 +301,7 @@ class KnowledgeService:
         if not why or not why.strip():
             raise InvalidInput("an erase needs a reason", code="reason_required")
         current = self._readable(principal, article_id)
-        tombstone = replace(
-            current,
-            version=current.version + 1,
-            title="",
-            body="",
-            category=None,
-            tags=(),
-            status=ArticleStatus.ERASED,
-            related_id=None,
-            content_hash="",
-            recorded_at=self._clock(),
-            actor=principal.key_id,
-            relation="erases",
-            reason=None,
-        )
+        tombstone = article_tombstone(current, principal.key_id, self._clock())
         erased = self.store.knowledge_erase(tombstone)
         self.guard.audit(principal, "knowledge.erase", (current.id,), reason=why)
         return erased

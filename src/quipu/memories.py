@@ -19,7 +19,6 @@ from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import planes as plane_rules
 from quipu.core import validate
 from quipu.core.auth import Actor
-from quipu.core.governance import corroboration
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -37,8 +36,9 @@ from quipu.core.records import (
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.core.text import content_hash, embedding_key, fold
 from quipu.core.versions import Change
+from quipu.corroboration import corroborate, corroborate_near
 from quipu.embeddings.base import Embedder
-from quipu.errors import Conflict, EmbeddingUnavailable, InvalidInput, QuipuError
+from quipu.errors import EmbeddingUnavailable, InvalidInput, QuipuError
 from quipu.guard import Guard, not_found
 from quipu.guard import reason as _reason
 from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
@@ -224,7 +224,7 @@ class MemoryService:
         vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
-        return self.store.insert(
+        written = self.store.insert(
             ref,
             memory,
             vector,
@@ -232,6 +232,10 @@ class MemoryService:
             lim.quota_per_owner,
             by=Actor.of(principal),
         )
+        if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
+            quota = lim.quota_per_owner
+            corroborate_near(self.store, self._clock, quota, principal, ref, written.memory, vector)
+        return written
 
     def revise(
         self,
@@ -566,18 +570,9 @@ class MemoryService:
     def _corroborated(
         self, principal: Principal, ref: ScopeRef, existing: MemoryVersion, memory: MemoryVersion
     ) -> MemoryVersion:
-        """``existing``, verified on a new version when this write corroborates it (CONSOL-3,
-        :func:`~quipu.core.governance.corroboration`); as it is when it moved meanwhile."""
-        change = corroboration(existing, memory, principal, self._clock())
-        if change is None:
-            return existing
-        try:
-            return self.store.append(
-                ref, existing.id, change, existing.version, None, None, self._clock(),
-                self.limits.quota_per_owner, by=Actor.of(principal),
-            )  # fmt: skip
-        except Conflict:
-            return existing
+        """``existing``, verified when this write corroborates it (:mod:`quipu.corroboration`)."""
+        quota = self.limits.quota_per_owner
+        return corroborate(self.store, self._clock, quota, principal, ref, existing, memory)
 
     def _live_duplicate(self, ref: ScopeRef, memory: MemoryVersion) -> MemoryVersion | None:
         if memory.status is not Status.ACTIVE:

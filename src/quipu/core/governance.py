@@ -238,21 +238,35 @@ def counts_dict(counts: Mapping[str, int]) -> dict[str, int]:
 
 
 def corroboration(
-    existing: MemoryVersion, written: MemoryVersion, by: Principal, now: datetime
+    existing: MemoryVersion,
+    written: MemoryVersion,
+    by: Principal,
+    now: datetime,
+    similarity: float | None = None,
 ) -> Change | None:
     """The change that makes ``existing`` verified because ``by`` wrote it again (CONSOL-3), or
-    None. Only an independent source corroborates: an explicit (verified) write of the same
-    text by another key of another agent than the one the unverified row came from (a
-    promotion, an extractor) — the same agent saying it again is not a second source."""
+    None. Only an independent source corroborates: an explicit (verified) write by another key
+    of another agent than the one the unverified row came from (a promotion, an extractor) —
+    the same agent saying it again is not a second source — or a statement from another
+    session than the one the row came from. ``similarity``: the cosine of a near duplicate
+    (None: the same text)."""
     source = existing.provenance
-    if existing.trust is not Trust.UNVERIFIED or written.trust is not Trust.VERIFIED:
+    if existing.trust is not Trust.UNVERIFIED:
         return None
-    if by.key_id == source.key_id or (by.agent_id is not None and by.agent_id == source.agent_id):
+    explicit = written.trust is Trust.VERIFIED and not (
+        by.key_id == source.key_id or (by.agent_id is not None and by.agent_id == source.agent_id)
+    )
+    session = written.provenance.session_id
+    elsewhere = None not in (session, source.session_id) and session != source.session_id
+    if not (explicit or elsewhere):
         return None
+    how = "an independent explicit write" if explicit else "a statement in another session"
+    if similarity is not None:
+        how += f" of near-identical meaning (cosine {similarity:.3f})"
     return Change(
         actor=by.key_id,
         relation=Relation.JUDGES,
-        reason="corroborated by an independent explicit write",
+        reason=f"corroborated by {how}",
         trust=Trust.VERIFIED,
         provenance=replace(source, judged_by=by.key_id, judged_at=now, verdict=CORROBORATED),
     )

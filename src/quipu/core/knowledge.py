@@ -4,7 +4,7 @@ tables (``knowledge_versions``, ``recall_ledger``, ``usage_events``, ``memory_us
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -195,3 +195,23 @@ def can_read(principal: Principal, article: ArticleVersion) -> bool:
 def title_key(title: str) -> str:
     """The key a title is unique under per tenant: NFKC, case- and whitespace-folded."""
     return fold(title)
+
+
+def article_tombstone(current: ArticleVersion, actor: str, at: datetime) -> ArticleVersion:
+    """The version an erase leaves of an article (LIFE-4): ids, owner, provenance links and
+    who and when; no title, body, category, tags or content hash."""
+    return replace(
+        current,
+        version=current.version + 1,
+        title="",
+        body="",
+        category=None,
+        tags=(),
+        status=ArticleStatus.ERASED,
+        related_id=None,
+        content_hash="",
+        recorded_at=at,
+        actor=actor,
+        relation="erases",
+        reason=None,
+    )

@@ -17,7 +17,13 @@ Every act is audited with the principal's role, agent and user.
 
 from __future__ import annotations
 
-from quipu.governance.base import ERASE_SUBJECT, FAMILY_BATCH, TURN_BATCH, Progress
+from quipu.governance.base import (
+    ERASE_SUBJECT,
+    FAMILY_BATCH,
+    SUBJECT_STAGES,
+    TURN_BATCH,
+    Progress,
+)
 from quipu.governance.erasure import Erased, Erasing
 from quipu.governance.oversight import Overseeing
 from quipu.governance.pins import Pinning, Resolved
@@ -26,6 +32,7 @@ from quipu.governance.review import Reviewing
 __all__ = [
     "ERASE_SUBJECT",
     "FAMILY_BATCH",
+    "SUBJECT_STAGES",
     "TURN_BATCH",
     "Erased",
     "GovernanceService",

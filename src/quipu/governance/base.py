@@ -23,6 +23,7 @@ from quipu.core.records import (
 from quipu.core.scopes import is_reviewer
 from quipu.core.text import embedding_key
 from quipu.errors import Forbidden, InvalidInput, PreconditionRequired
+from quipu.governance.derived import DerivedEraser, derived_erasers
 from quipu.guard import not_found, reason
 from quipu.jobs.queue import JobQueue
 from quipu.memories import MemoryService
@@ -32,6 +33,10 @@ ERASE_SUBJECT = "erase_subject"
 #: Families erased per transaction, and session turns deleted per transaction.
 FAMILY_BATCH = 500
 TURN_BATCH = 5000
+#: Keys and documents erased per batch of a subject erasure (each its own transaction).
+PLANE_BATCH = 200
+#: A subject erasure's stages, in order (its progress names them).
+SUBJECT_STAGES = ("memories", "kv", "documents", "sessions")
 MAX_SNAPSHOT_MEMBERS = 200
 MAX_MERGE = 20
 MAX_LABEL_CHARS = 200
@@ -47,7 +52,7 @@ WITHHELD = {
 }
 
 Progress = Callable[[str, int], None]
-"""``progress(stage, done)``: a subject erasure's stage (``memories``, ``sessions``) and count."""
+"""``progress(stage, done)``: a subject erasure's stage (:data:`SUBJECT_STAGES`) and count."""
 
 
 class GovernanceBase:
@@ -65,6 +70,9 @@ class GovernanceBase:
         self.guard = memory.guard
         self.queue = queue
         self._clock = clock or (lambda: datetime.now(UTC))
+        #: What every erase path calls first: one eraser per plane deriving data from memories
+        #: (:data:`quipu.governance.derived.DERIVED_ERASERS`).
+        self.derived_erasers: list[DerivedEraser] = derived_erasers(self.store)
 
     def version_named(
         self, principal: Principal, memory_id: object, expected: int | None, *, tenant_wide: bool

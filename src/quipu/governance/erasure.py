@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,6 +14,7 @@ from quipu.core.governance import (
     Erasure,
     Hold,
     HoldKind,
+    subject_of,
 )
 from quipu.core.jobs import Job, NewJob
 from quipu.core.records import (
@@ -25,6 +26,8 @@ from quipu.errors import Conflict, InvalidInput, NotFound
 from quipu.governance.base import (
     ERASE_SUBJECT,
     FAMILY_BATCH,
+    PLANE_BATCH,
+    SUBJECT_STAGES,
     TURN_BATCH,
     GovernanceBase,
     Progress,
@@ -66,11 +69,18 @@ class Erasing(GovernanceBase):
         if current.status is Status.ERASED:
             raise already_erased(ident)
         self.guard.admit_write(principal)
-        report = self.store.erase_families(
-            principal.tenant_id, [ident], self._erasure(principal, why)
+        subject = subject_of(ref)
+        blocking = covering(
+            self.store.blocking_holds(principal.tenant_id, subject), {ident}, {subject} - {None}
         )
+        if blocking:
+            raise held(blocking)
+        erasure = self._erasure(principal, why)
+        derived = self.erase_derived(principal.tenant_id, [ident], erasure)
+        report = self.store.erase_families(principal.tenant_id, [ident], erasure)
         if not report.families:
             raise already_erased(ident)
+        report.merge(derived)
         self.guard.audit(principal, "memory.erase", (ident,), reason=why, details=report.to_dict())
         tomb = self.store.get(ref, ident)
         assert tomb is not None
@@ -137,13 +147,20 @@ class Erasing(GovernanceBase):
         erasure = Erasure(by, str(p["reason"]), self._clock())
         total = EraseReport(counts=dict(job.checkpoint.get("counts") or {}))
         families = int(job.checkpoint.get("families") or 0)
-        for stage in ("memories", "sessions"):
+        for stage in SUBJECT_STAGES:
             while True:
                 erasure = replace(erasure, at=self._clock())
                 if stage == "memories":
                     ids = self.store.subject_families(job.tenant_id, user, FAMILY_BATCH)
+                    if ids and (blocking := self.store.blocking_holds(job.tenant_id, user)):
+                        raise held(blocking)
+                    derived = self.erase_derived(job.tenant_id, ids, erasure)
                     part = self.store.erase_families(job.tenant_id, ids, erasure)
+                    part.merge(derived)
                     done = len(part.families)
+                elif stage in ("kv", "documents"):
+                    part = self._erase_plane(stage, job.tenant_id, user, erasure)
+                    done = part.counts.get("kv_keys" if stage == "kv" else "documents", 0)
                 else:
                     part = self.store.erase_subject_sessions(
                         job.tenant_id, user, erasure, TURN_BATCH
@@ -177,6 +194,52 @@ class Erasing(GovernanceBase):
             )
         )
         return result
+
+    def _erase_plane(self, plane: str, tenant_id: str, user: str, erasure: Erasure) -> EraseReport:
+        """One batch of the subject's key/value entries or documents, each erased as its own
+        compliance erase would (values, chunks, vectors, titles, reasons), audited with the
+        job's reason."""
+        report = EraseReport()
+        found = (
+            self.store.kv_subject_keys(tenant_id, user, PLANE_BATCH)
+            if plane == "kv"
+            else self.store.doc_subject_ids(tenant_id, user, PLANE_BATCH)
+        )
+        if found and (blocking := self.store.blocking_holds(tenant_id, user)):
+            raise held(blocking)
+        by = erasure.by
+        for ref, ident in found:
+            audit = AuditEvent(
+                tenant_id=tenant_id,
+                at=erasure.at,
+                actor_key=by.key_id,
+                surface=by.surface,
+                action="kv.erase" if plane == "kv" else "document.erase",
+                target_ids=(ident,),
+                role=by.role,
+                agent_id=by.agent_id,
+                user_id=by.user_id,
+                reason=erasure.reason,
+                details={"scope": ref.scope.value, "subject": user},
+            )
+            if plane == "kv":
+                report.add("kv_entries", self.store.kv_erase(ref, ident, audit))
+                report.add("kv_keys", 1)
+            else:
+                report.add("doc_chunks", self.store.doc_erase(ref, ident, audit))
+                report.add("documents", 1)
+        return report
+
+    def erase_derived(self, tenant_id: str, ids: Sequence[str], erasure: Erasure) -> EraseReport:
+        """Run every derived eraser (:mod:`quipu.governance.derived`) over ``ids``: what later
+        planes made of these families goes before the families do."""
+        report = EraseReport()
+        if not ids:
+            return report
+        for eraser in self.derived_erasers:
+            for table, count in eraser(tenant_id, ids, erasure).items():
+                report.add(table, count)
+        return report
 
     def hold(self, principal: Principal, kind: object, target: object, *, reason: object) -> Hold:
         """Set a legal hold on a memory, a subject (end user id) or the tenant (admins)."""
@@ -243,6 +306,18 @@ def already_erased(ident: str) -> Conflict:
         code="illegal_transition",
         details={"id": ident, "from": Status.ERASED.value, "to": Status.ERASED.value},
     )
+
+
+def covering(holds: Iterable[Hold], ids: set[str], subjects: set[str | None]) -> list[Hold]:
+    """The holds that keep an erase of ``ids`` (of ``subjects``) from running: the tenant's,
+    one on any of the memories, one on any of their subjects."""
+    return [
+        h
+        for h in holds
+        if h.kind is HoldKind.TENANT
+        or (h.kind is HoldKind.MEMORY and h.target in ids)
+        or (h.kind is HoldKind.SUBJECT and h.target in subjects)
+    ]
 
 
 def held(holds: Sequence[Hold]) -> Conflict:

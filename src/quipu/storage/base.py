@@ -580,3 +580,25 @@ class Store(Protocol):
     ) -> list[MemoryVersion]:
         """The current versions (any status) of memories written in session ``session_id``
         in the partitions ``refs``, in write order."""
+
+    def knowledge_by_memory(
+        self, tenant_id: str, memory_ids: Sequence[str]
+    ) -> list[ArticleVersion]:
+        """The current version of each article not yet erased that was derived (graduated)
+        from one of ``memory_ids``, by id: what an erase of those memories must reach."""
+
+    def usage_erase(self, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, int]:
+        """Delete the usage rows (events, counter and graduation stamp) of ``memory_ids``;
+        rows deleted per table."""
+
+    def kv_subject_keys(
+        self, tenant_id: str, user_id: str, limit: int
+    ) -> list[tuple[ScopeRef, str]]:
+        """Up to ``limit`` keys (with their partition) not yet erased in ``user_id``'s
+        ``user`` and ``agent_user`` partitions: a subject erasure's next batch."""
+
+    def doc_subject_ids(
+        self, tenant_id: str, user_id: str, limit: int
+    ) -> list[tuple[ScopeRef, str]]:
+        """Up to ``limit`` documents (with their partition) not yet erased in ``user_id``'s
+        ``user`` and ``agent_user`` partitions: a subject erasure's next batch."""

@@ -31,6 +31,8 @@ from quipu.storage.admission import admit
 from quipu.storage.base import EmbeddingPin, Vector
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.postgres.control import insert_audit
+from quipu.storage.postgres.kv import SUBJECT_SQL
+from quipu.storage.subject import subject_rows
 
 _DOC = (
     "tenant_id, scope, owner, document_id, title, media_type, metadata, chars, chunks, status,"
@@ -204,6 +206,20 @@ class DocumentTables:
                 (*_part(ref), document_id, start, end),
             ).fetchall()
         return decode_rows(_stored, rows, lambda r: r[0])
+
+    def doc_subject_ids(
+        self, tenant_id: str, user_id: str, limit: int
+    ) -> list[tuple[ScopeRef, str]]:
+        """Up to ``limit`` documents not yet erased in ``user_id``'s ``user`` and
+        ``agent_user`` partitions (a subject erasure's next batch)."""
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT scope, owner, document_id FROM documents WHERE tenant_id = %s"
+                f" AND status <> 'erased' AND ({SUBJECT_SQL}) ORDER BY scope, owner,"
+                " document_id LIMIT %s",
+                (tenant_id, user_id, user_id, limit),
+            ).fetchall()
+        return subject_rows(tenant_id, user_id, rows)
 
 
 def _part(ref: ScopeRef) -> tuple[str, str, str]:

@@ -61,6 +61,9 @@ CONTENT_TABLES = (
     "kv_entries",
     "documents",
     "doc_chunks",
+    "knowledge_versions",
+    "usage_events",
+    "memory_usage",
 )
 
 

@@ -148,8 +148,27 @@ class KnowledgeTables:
             if not gone:
                 return False
             c.execute(_INSERT, to_params(tombstone, None))
+            c.execute(  # an update's reason may quote the body
+                "UPDATE audit_log SET reason = NULL WHERE tenant_id = %s AND reason IS NOT NULL"
+                " AND action LIKE 'knowledge.%%' AND target_ids && %s::text[]",
+                (tombstone.tenant_id, [tombstone.id]),
+            )
             _bump(c, tombstone.tenant_id)
         return True
+
+    def knowledge_by_memory(
+        self, tenant_id: str, memory_ids: Sequence[str]
+    ) -> list[ArticleVersion]:
+        """The current version of every article not yet erased that any version of which was
+        derived from one of ``memory_ids`` (graduation), ordered by id (LIFE-4)."""
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM knowledge_versions WHERE tenant_id = %s AND {_LIVE}"
+                " AND id IN (SELECT id FROM knowledge_versions WHERE tenant_id = %s"
+                " AND memory_id = ANY(%s::text[])) ORDER BY id",
+                (tenant_id, tenant_id, list(dict.fromkeys(memory_ids))),
+            ).fetchall()
+        return decode_rows(to_article, rows, key=lambda r: r[1])
 
     # -- the merged-recall ledger (RECALL-9) -------------------------------------------------
     def recall_put(self, ledger: RecallLedger) -> None:
@@ -306,6 +325,19 @@ class KnowledgeTables:
                 (tenant_id, memory_id, to_micros(at), article_id, re_scoped),
             ).rowcount
         return bool(changed)
+
+    def usage_erase(self, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, int]:
+        """Delete the usage events and the recall counter and graduation stamp of each of
+        ``memory_ids`` (LIFE-4); rows deleted per table."""
+        counts = {"usage_events": 0, "memory_usage": 0}
+        ids = list(dict.fromkeys(memory_ids))
+        with self._tx() as c:
+            for table in counts:
+                counts[table] = c.execute(
+                    f"DELETE FROM {table} WHERE tenant_id = %s AND memory_id = ANY(%s::text[])",
+                    (tenant_id, ids),
+                ).rowcount
+        return counts
 
 
 def title_taken(title: str) -> Conflict:

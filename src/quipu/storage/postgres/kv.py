@@ -32,12 +32,18 @@ from quipu.core.records import Scope, ScopeRef
 from quipu.storage.admission import admit
 from quipu.storage.decode import decode_row, decode_rows, loads
 from quipu.storage.postgres.control import insert_audit
+from quipu.storage.subject import subject_rows
 
 _COLUMNS = (
     "tenant_id, scope, owner, key, version, value, status, actor, surface, agent_id, reason,"
     " recorded_at, ended_at"
 )
 _PARTITION = "tenant_id = %s AND scope = %s AND owner = %s"
+#: One end user's partitions: its ``user`` scope and every ``agent_user`` scope of it.
+SUBJECT_SQL = (
+    "(scope = 'user' AND owner = %s) OR (scope = 'agent_user' AND strpos(owner, chr(31)) > 0"
+    " AND substr(owner, strpos(owner, chr(31)) + 1) = %s)"
+)
 
 
 class KVTables:
@@ -151,6 +157,20 @@ class KVTables:
                 )
                 insert_audit(conn, audit)
             return int(wiped)
+
+    def kv_subject_keys(
+        self, tenant_id: str, user_id: str, limit: int
+    ) -> list[tuple[ScopeRef, str]]:
+        """Up to ``limit`` keys not yet erased in ``user_id``'s ``user`` and ``agent_user``
+        partitions (a subject erasure's next batch)."""
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT scope, owner, key FROM kv_entries WHERE tenant_id = %s"
+                f" AND status <> 'erased' AND ({SUBJECT_SQL}) ORDER BY scope, owner, key"
+                " LIMIT %s",
+                (tenant_id, user_id, user_id, limit),
+            ).fetchall()
+        return subject_rows(tenant_id, user_id, rows)
 
 
 def _part(ref: ScopeRef) -> tuple[str, str, str]:

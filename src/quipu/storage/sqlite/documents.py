@@ -29,6 +29,8 @@ from quipu.storage.admission import admit
 from quipu.storage.base import EmbeddingPin, Vector
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.sqlite.control import insert_audit
+from quipu.storage.sqlite.kv import SUBJECT_SQL
+from quipu.storage.subject import subject_rows
 from quipu.storage.timecodec import from_micros, to_micros
 
 _DOC = (
@@ -217,6 +219,19 @@ class DocumentTables:
             .fetchall()
         )
         return decode_rows(_stored, rows, lambda r: r[0])
+
+    def doc_subject_ids(
+        self, tenant_id: str, user_id: str, limit: int
+    ) -> list[tuple[ScopeRef, str]]:
+        """Up to ``limit`` documents not yet erased in ``user_id``'s ``user`` and
+        ``agent_user`` partitions (a subject erasure's next batch)."""
+        rows = self._reader().execute(
+            "SELECT scope, owner, document_id FROM documents WHERE tenant_id = ?"
+            f" AND status != 'erased' AND ({SUBJECT_SQL}) ORDER BY scope, owner, document_id"
+            " LIMIT ?",
+            (tenant_id, user_id, user_id, limit),
+        )
+        return subject_rows(tenant_id, user_id, rows)
 
 
 def _part(ref: ScopeRef) -> tuple[str, str, str]:

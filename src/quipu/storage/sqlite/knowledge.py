@@ -29,6 +29,7 @@ from quipu.storage.timecodec import from_micros_opt, to_micros
 
 _INSERT = f"INSERT INTO knowledge_versions ({COLUMNS}) VALUES ({', '.join('?' * WIDTH)})"
 _LIVE = "is_current = 1 AND status <> 'erased'"
+_CHUNK = 500
 
 
 class KnowledgeTables:
@@ -134,8 +135,32 @@ class KnowledgeTables:
             if not gone:
                 return False
             c.execute(_INSERT, to_params(tombstone, None))
+            c.execute(  # an update's reason may quote the body
+                "UPDATE audit_log SET reason = NULL WHERE tenant_id = ? AND reason IS NOT NULL"
+                " AND action LIKE 'knowledge.%' AND EXISTS (SELECT 1 FROM json_each(target_ids)"
+                " WHERE value = ?)",
+                (tombstone.tenant_id, tombstone.id),
+            )
             _bump(c, tombstone.tenant_id)
         return True
+
+    def knowledge_by_memory(
+        self, tenant_id: str, memory_ids: Sequence[str]
+    ) -> list[ArticleVersion]:
+        """The current version of every article not yet erased that any version of which was
+        derived from one of ``memory_ids`` (graduation), ordered by id (LIFE-4)."""
+        out: list[ArticleVersion] = []
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), _CHUNK):
+            part = ids[start : start + _CHUNK]
+            rows = self._reader().execute(
+                f"SELECT {COLUMNS} FROM knowledge_versions WHERE tenant_id = ? AND {_LIVE}"
+                " AND id IN (SELECT id FROM knowledge_versions WHERE tenant_id = ?"
+                f" AND memory_id IN ({','.join('?' * len(part))}))",
+                (tenant_id, tenant_id, *part),
+            )
+            out += decode_rows(to_article, rows, key=lambda r: r[1])
+        return sorted({a.id: a for a in out}.values(), key=lambda a: a.id)
 
     # -- the merged-recall ledger (RECALL-9) -------------------------------------------------
     def recall_put(self, ledger: RecallLedger) -> None:
@@ -289,6 +314,22 @@ class KnowledgeTables:
                 (tenant_id, memory_id, to_micros(at), article_id, re_scoped),
             ).rowcount
         return bool(changed)
+
+    def usage_erase(self, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, int]:
+        """Delete the usage events and the recall counter and graduation stamp of each of
+        ``memory_ids`` (LIFE-4); rows deleted per table."""
+        counts = {"usage_events": 0, "memory_usage": 0}
+        ids = list(dict.fromkeys(memory_ids))
+        with self._tx() as c:
+            for start in range(0, len(ids), _CHUNK):
+                part = ids[start : start + _CHUNK]
+                marks = ",".join("?" * len(part))
+                for table in counts:
+                    counts[table] += c.execute(
+                        f"DELETE FROM {table} WHERE tenant_id = ? AND memory_id IN ({marks})",
+                        (tenant_id, *part),
+                    ).rowcount
+        return counts
 
 
 def title_taken(title: str) -> Conflict:

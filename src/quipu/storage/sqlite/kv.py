@@ -28,6 +28,7 @@ from quipu.core.records import Scope, ScopeRef
 from quipu.storage.admission import admit
 from quipu.storage.decode import decode_row, decode_rows, loads
 from quipu.storage.sqlite.control import insert_audit
+from quipu.storage.subject import subject_rows
 from quipu.storage.timecodec import FOREVER, from_micros, from_micros_opt, to_micros
 
 _COLUMNS = (
@@ -35,6 +36,11 @@ _COLUMNS = (
     " recorded_at, ended_at"
 )
 _PARTITION = "tenant_id = ? AND scope = ? AND owner = ?"
+#: One end user's partitions: its ``user`` scope and every ``agent_user`` scope of it.
+SUBJECT_SQL = (
+    "(scope = 'user' AND owner = ?) OR (scope = 'agent_user' AND instr(owner, char(31)) > 0"
+    " AND substr(owner, instr(owner, char(31)) + 1) = ?)"
+)
 
 
 class KVTables:
@@ -158,6 +164,18 @@ class KVTables:
                 )
                 insert_audit(c, audit)
             return int(wiped)
+
+    def kv_subject_keys(
+        self, tenant_id: str, user_id: str, limit: int
+    ) -> list[tuple[ScopeRef, str]]:
+        """Up to ``limit`` keys not yet erased in ``user_id``'s ``user`` and ``agent_user``
+        partitions (a subject erasure's next batch)."""
+        rows = self._reader().execute(
+            "SELECT DISTINCT scope, owner, key FROM kv_entries WHERE tenant_id = ?"
+            f" AND status != 'erased' AND ({SUBJECT_SQL}) ORDER BY scope, owner, key LIMIT ?",
+            (tenant_id, user_id, user_id, limit),
+        )
+        return subject_rows(tenant_id, user_id, rows)
 
 
 def _part(ref: ScopeRef) -> tuple[str, str, str]:

@@ -144,7 +144,7 @@ def erase_subject(
     progress, then what went, counted per table."""
 
     def run(rt: Runtime, who: Principal) -> dict[str, Any]:
-        from quipu.governance import ERASE_SUBJECT
+        from quipu.governance import ERASE_SUBJECT, SUBJECT_STAGES
         from quipu.jobs.worker import Worker
 
         job, _ = rt.governance.erase_subject(who, user_id, reason=reason)
@@ -154,7 +154,7 @@ def erase_subject(
             SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed}"),
             TimeElapsedColumn(), console=err, disable=as_json,
         ) as bars:  # fmt: skip
-            tasks = {s: bars.add_task(f"{s} erased", total=None) for s in ("memories", "sessions")}
+            tasks = {s: bars.add_task(f"{s} erased", total=None) for s in SUBJECT_STAGES}
 
             def progress(stage: str, done: int) -> None:
                 bars.advance(tasks[stage], done)
