@@ -129,10 +129,10 @@ def recall_entries(result: RecallResult, fields: Sequence[str] = ()) -> tuple[st
     already (``unknown``, the usual answer, is left out) and ``keyword search only: <reason>``
     when semantic search did not run. Each entry: id, the version when it is not 1, the kind
     when it is not ``fact``, score, how it matched unless semantically only (``sem``
-    semantic, ``kw`` keyword, ``alias`` an exact alias, joined by ``+``), the date it was observed (else the
-    date it became valid), then the text (newlines shown as ``\\n``). A recall over several
-    scopes names each hit's scope after its id. Each of ``fields`` follows its hit on an
-    indented ``name: JSON`` line of the same entry."""
+    semantic, ``kw`` keyword, ``alias`` an exact alias, joined by ``+``), the date it was
+    observed (else the date it became valid), then the text (newlines shown as ``\\n``). A
+    recall over several scopes names each hit's scope after its id. Each of ``fields``
+    follows its hit on an indented ``name: JSON`` line of the same entry."""
     meta = result.meta
     scopes = meta.get("scopes")
     several = isinstance(scopes, dict) and len(scopes) > 1
