@@ -29,6 +29,7 @@ from quipu.surfaces.cli import (
     portable,
     target,
 )
+from quipu.surfaces.cli import articles as articles_cli
 from quipu.surfaces.cli import documents as documents_cli
 from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli import kv as kv_cli
@@ -50,6 +51,7 @@ app.add_typer(jobs.jobs, name="jobs")
 app.add_typer(eval_cli.app, name="eval")
 app.add_typer(kv_cli.kv, name="kv")
 app.add_typer(documents_cli.documents, name="documents")
+app.add_typer(articles_cli.articles, name="articles")
 app.command("search")(documents_cli.search_all)
 app.command()(jobs.worker)
 app.command("export")(portable.export_)
