@@ -27,6 +27,7 @@ from quipu.documents import Documents, DocumentService
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
+from quipu.fanout import recall_across
 from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.knowledge import KnowledgeResult, KnowledgeService
@@ -576,6 +577,37 @@ class Quipu:
         statuses: Sequence[str] | None = None,
     ) -> Page:
         return self.service.list(self.principal, **_options(locals()))
+
+    # -- recall across scopes (SCOPE-4), the rest of the knowledge plane (KNOW-1) ------------
+    def recall_across(
+        self,
+        query: str,
+        scopes: Sequence[str],
+        *,
+        k: int | None = None,
+        planes: Sequence[str] | None = None,
+        as_of: Instant | None = None,
+        observed_after: Instant | None = None,
+        observed_before: Instant | None = None,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        min_confidence: float | None = None,
+        project: str | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> RecallResult:
+        """One recall per scope of ``scopes`` (each its own read), merged best first and cut
+        to ``k``; every hit keeps its memory's scope, ``meta.scopes`` each scope's meta."""
+        options = _options(locals())
+        del options["query"], options["scopes"], options["k"]
+        return recall_across(self.service, self.principal, query, list(scopes), k=k, **options)
+
+    def knowledge_history(self, article_id: str) -> builtins.list[ArticleVersion]:
+        """Every version of an article, oldest first."""
+        return self.merged.knowledge.history(self.principal, article_id)
+
+    def knowledge_erase(self, article_id: str, *, reason: str) -> bool:
+        return self.merged.knowledge.erase(self.principal, article_id, reason=reason)
 
 
 def _options(values: dict[str, Any]) -> dict[str, Any]:

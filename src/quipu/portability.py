@@ -3,9 +3,9 @@
 An export is JSON Lines in format version 2 (:mod:`quipu.transfer`): a header naming the tenant
 (or none: the whole store), then the tenants, their credentials (hashed secrets only), their
 registered projects and legal holds (released ones too), every memory version with its vector,
-the sessions (writer, turns, watermark) and the audit log, in that order. An import writes each
-record into the target store verbatim and skips what is already there, so it can be re-run,
-and an interrupted one finished, without doubles.
+the sessions (writer, turns, watermark), the audit log and the snapshots (LIFE-8), in that
+order. An import writes each record into the target store verbatim and skips what is already
+there, so it can be re-run, and an interrupted one finished, without doubles.
 
 The memory versions go through :meth:`MemoryService.import_` (screened like any write, one
 ``memory.import`` audit event per tenant); tenants, credentials, projects, holds, sessions and
@@ -77,6 +77,8 @@ def export_records(store: Store, tenant_id: str | None) -> Iterator[dict[str, An
         yield transfer.encode_session(session)
     for event in store.export_audit(tenant_id):
         yield transfer.encode_audit(event)
+    for snapshot in store.export_snapshots(tenant_id):
+        yield transfer.encode_snapshot(snapshot)
 
 
 def write_export(
@@ -184,6 +186,11 @@ def _add(store: Store, kind: str, value: Any) -> int:
         return _add_hold(store, value)
     if kind == "session":
         return 1 if store.import_sessions([value]) else 0
+    if kind == "snapshot":
+        if store.get_snapshot(value.tenant_id, value.snapshot_id) is not None:
+            return 0
+        store.put_snapshot(value)
+        return 1
     return store.import_audit([value])
 
 

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -131,7 +131,8 @@ class MergedRecall:
         self.history = ShownHistory()
         self.knowledge_timeout = knowledge_timeout
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._pool = ThreadPoolExecutor(4, "quipu-context")
+        # the knowledge search and all scopes but one of each call (MAX_SCOPES), two calls
+        self._pool = ThreadPoolExecutor(2 * MAX_SCOPES, "quipu-context")
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -183,9 +184,17 @@ class MergedRecall:
         flt = self.memories.guard.filters(project=project_v)
         memory_rows: list[dict[str, Any]] = []
         considered_memory = 0
-        for name in names:
+        # The scopes are read at once, each on a pool thread (the last here): their SQLite,
+        # numpy and ONNX work releases the interpreter lock, and the query is embedded once
+        # for all of them (QueryMemo). Results are taken in the order of ``names``.
+        reads = [
+            self._pool.submit(self._read_scope, principal, text, name, flt, size, started)
+            for name in names[:-1]
+        ]
+        last = _Done.run(self._read_scope, principal, text, names[-1], flt, size, started)
+        for name, read in zip(names, [*reads, last], strict=True):
             try:
-                found = self._read_scope(principal, text, name, flt, size, started)
+                found = read.result()
             except QuipuError as exc:
                 if exc.status < 500:
                     raise
@@ -223,9 +232,8 @@ class MergedRecall:
                 for hit in result.results:
                     at = snap.by_id.get(hit.article.id)
                     vector = snap.vectors[at] if at is not None and snap.has_vector[at] else None
-                    pool.append(
-                        Pooled(hit.article.id, hit.score, body_hash(hit.article.body), vector)
-                    )
+                    digest = hit.article.content_hash or body_hash(hit.article.body)
+                    pool.append(Pooled(hit.article.id, hit.score, digest, vector))
                 seen = self.history.seen(key) if session else frozenset()
                 chosen, counts = diversify(pool, size, seen, knobs)
                 considered_knowledge = len(pool)
@@ -505,3 +513,16 @@ def _fraction(value: object, name: str, low: float) -> float:
             f"diversity.{name} must be a number from {low} to 1", code="invalid_diversity"
         )
     return float(value)
+
+
+class _Done:
+    """A call run on this thread, answering like a pool's future (its result or its error)."""
+
+    @staticmethod
+    def run(call: Callable[..., RecallResult], *args: Any) -> Future[RecallResult]:
+        done: Future[RecallResult] = Future()
+        try:
+            done.set_result(call(*args))
+        except BaseException as exc:  # handed to whoever reads the result, as a pool would
+            done.set_exception(exc)
+        return done

@@ -10,7 +10,7 @@ Line 1 is a header; every later line is one record with a ``type``:
   the secret), ``project`` (a registered project, SCOPE-6), ``hold`` (a legal hold, active or
   released, LIFE-4), ``session`` (a session's writer, turns and promotion watermark) and
   ``audit`` (one audit event): format version 2, written by ``quipu export``
-  (:mod:`quipu.portability`).
+  (:mod:`quipu.portability`); ``snapshot`` (a snapshot's pinned versions, LIFE-8) too.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import IO, Any
 import numpy as np
 
 from quipu.core.auth import AuditEvent, Credential, Tenant
-from quipu.core.governance import Hold, HoldKind, Project
+from quipu.core.governance import Hold, HoldKind, Project, Snapshot, SnapshotMember
 from quipu.core.portable import PortableSession
 from quipu.core.records import MemoryVersion, Principal, Role
 from quipu.core.sessions import SessionKey, SessionTurn, Watermark
@@ -36,7 +36,16 @@ FORMAT = "quipu-export"
 FORMAT_VERSION = 1
 STORE_FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-RECORD_TYPES = ("tenant", "credential", "project", "hold", "version", "session", "audit")
+RECORD_TYPES = (
+    "tenant",
+    "credential",
+    "project",
+    "hold",
+    "version",
+    "session",
+    "audit",
+    "snapshot",
+)
 
 
 def header(version: int = FORMAT_VERSION, **extra: Any) -> dict[str, Any]:
@@ -354,3 +363,28 @@ def _text(value: Any) -> str | None:
 
 def _malformed(what: str, exc: Exception) -> InvalidInput:
     return InvalidInput(f"a {what} record is malformed: {exc}", code="invalid_export")
+
+
+# -- snapshots (LIFE-8) ------------------------------------------------------------------------
+def encode_snapshot(snapshot: Snapshot) -> dict[str, Any]:
+    return {"type": "snapshot", "tenant_id": snapshot.tenant_id, **snapshot.to_dict()}
+
+
+def _decode_snapshot(row: dict[str, Any]) -> Snapshot:
+    try:
+        members = row["members"]
+        if not isinstance(members, list):
+            raise TypeError("members is not a list")
+        return Snapshot(
+            tenant_id=str(row["tenant_id"]),
+            snapshot_id=str(row["snapshot_id"]),
+            label=_text(row.get("label")),
+            created_by=str(row["created_by"]),
+            created_at=_at(row["created_at"]),
+            members=tuple(SnapshotMember(str(m["id"]), int(m["version"])) for m in members),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _malformed("snapshot", exc) from None
+
+
+_DECODERS["snapshot"] = _decode_snapshot

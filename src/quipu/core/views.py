@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, get_args
 
 from quipu.core.query import Hit, RecallResult
+from quipu.core.records import Kind
 from quipu.errors import InvalidInput
 
 #: What every compact hit holds, in this order.
@@ -120,25 +121,30 @@ def recall_entries(result: RecallResult, fields: Sequence[str] = ()) -> tuple[st
     """A recall as text: a header without memory text, and one entry per hit, best first (the
     MCP tool's default answer renders the entries as a data block, SAFE-2)::
 
-        2 results in scope agent (create_safety: unknown)
-        <id> fact 0.58 sem+kw 2024-04-29: The user's sister Theo visits next weekend.
-        <id> v2 preference 0.41 sem 2024-03-02: The user prefers aisle seats.
+        2 results in scope agent
+        <id> 0.58 sem+kw 2024-04-29: The user's sister Theo visits next weekend.
+        <id> v2 preference 0.41 2024-03-02: The user prefers aisle seats.
 
-    The header says ``; keyword search only: <reason>`` when semantic search did not run.
-    Each entry: id, the version when it is not 1, kind, score, how it matched (``sem``
-    semantic, ``kw`` keyword, ``alias`` an exact alias), the date it was observed (else the
-    date it became valid), then the text (newlines shown as ``\\n``). A recall over several
-    scopes names each hit's scope after its id. Each of ``fields`` follows its hit on an
-    indented ``name: JSON`` line of the same entry."""
+    The header adds ``(create_safety: exists|probable)`` when the query is (nearly) stored
+    already (``unknown``, the usual answer, is left out) and ``keyword search only: <reason>``
+    when semantic search did not run. Each entry: id, the version when it is not 1, the kind
+    when it is not ``fact``, score, how it matched unless semantically only (``sem``
+    semantic, ``kw`` keyword, ``alias`` an exact alias, joined by ``+``), the date it was
+    observed (else the date it became valid), then the text (newlines shown as ``\\n``). A
+    recall over several scopes names each hit's scope after its id. Each of ``fields``
+    follows its hit on an indented ``name: JSON`` line of the same entry."""
     meta = result.meta
     scopes = meta.get("scopes")
     several = isinstance(scopes, dict) and len(scopes) > 1
     where = ", ".join(scopes) if isinstance(scopes, dict) else meta.get("scope", "?")
     count = len(result.results)
     head = f"{count} result{'' if count == 1 else 's'} in scope{'s' if several else ''} {where}"
-    notes = f"create_safety: {meta.get('create_safety', 'unknown')}"
+    notes = []
+    safety = meta.get("create_safety", "unknown")
+    if safety != "unknown":  # "unknown" (nothing like it stored: write) goes without saying
+        notes.append(f"create_safety: {safety}")
     if meta.get("fallback"):
-        notes += f"; keyword search only: {meta.get('reason') or 'no semantic search'}"
+        notes.append(f"keyword search only: {meta.get('reason') or 'no semantic search'}")
     entries = []
     for hit in result.results:
         memory = hit.memory
@@ -148,7 +154,13 @@ def recall_entries(result: RecallResult, fields: Sequence[str] = ()) -> tuple[st
         if memory.version != 1:
             parts.append(f"v{memory.version}")
         day = (memory.observed_at or memory.valid_at).date().isoformat()
-        parts += [memory.kind.value, f"{hit.score:.2f}", _labels(hit.matched), day]
+        if memory.kind is not Kind.FACT:  # the default kind goes without saying
+            parts.append(memory.kind.value)
+        parts.append(f"{hit.score:.2f}")
+        labels = _labels(hit.matched)
+        if labels != "sem":  # a semantic-only match, the usual one, goes without saying
+            parts.append(labels)
+        parts.append(day)
         text = memory.text.replace("\r\n", "\n").replace("\n", "\\n")
         lines = [" ".join(parts) + ": " + text]
         if fields:
@@ -158,7 +170,7 @@ def recall_entries(result: RecallResult, fields: Sequence[str] = ()) -> tuple[st
                 for name in fields
             ]
         entries.append("\n".join(lines))
-    return f"{head} ({notes})", entries
+    return (f"{head} ({'; '.join(notes)})" if notes else head), entries
 
 
 def _labels(matched: Iterable[str]) -> str:

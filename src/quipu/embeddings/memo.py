@@ -28,6 +28,7 @@ class QueryMemo(Embedder):
         self._kept = kept
         self._lock = threading.Lock()
         self._found: OrderedDict[tuple[str, ...], Vectors] = OrderedDict()
+        self._running: dict[tuple[str, ...], threading.Event] = {}
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         return self.inner.embed_batch(texts)
@@ -37,20 +38,34 @@ class QueryMemo(Embedder):
         return vector
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """The remembered vectors of ``texts``, else embedded once: a caller asking for
+        texts another thread is embedding waits for that answer instead of embedding them
+        again (a merged recall's reads start together, issue 25)."""
         key = tuple(texts)
-        with self._lock:
-            found = self._found.get(key)
-            if found is not None:
-                self._found.move_to_end(key)
-                return found
-        made = (
-            self.inner.embed_query(texts[0])[None, :]
-            if len(texts) == 1
-            else self.inner.embed_queries(texts)
-        )
-        made.setflags(write=False)
-        with self._lock:
-            self._found[key] = made
-            while len(self._found) > self._kept:
-                self._found.popitem(last=False)
-        return made
+        while True:
+            with self._lock:
+                found = self._found.get(key)
+                if found is not None:
+                    self._found.move_to_end(key)
+                    return found
+                running = self._running.get(key)
+                if running is None:
+                    running = self._running[key] = threading.Event()
+                    break
+            running.wait()  # the embedding thread finished (or failed: then try ourselves)
+        try:
+            made = (
+                self.inner.embed_query(texts[0])[None, :]
+                if len(texts) == 1
+                else self.inner.embed_queries(texts)
+            )
+            made.setflags(write=False)
+            with self._lock:
+                self._found[key] = made
+                while len(self._found) > self._kept:
+                    self._found.popitem(last=False)
+            return made
+        finally:
+            with self._lock:
+                self._running.pop(key, None)
+            running.set()

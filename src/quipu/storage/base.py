@@ -399,6 +399,9 @@ class Store(Protocol):
 
     def get_snapshot(self, tenant_id: str, snapshot_id: str) -> Snapshot | None: ...
 
+    def export_snapshots(self, tenant_id: str | None) -> Iterator[Snapshot]:
+        """Every snapshot (of one tenant, or all), by tenant then id (OPS-2)."""
+
     def put_project(self, project: Project) -> None:
         """Conflict ``project_exists`` when the tenant already has that project id."""
 

@@ -5,7 +5,7 @@ from the erase itself (:mod:`.governance`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -105,6 +105,18 @@ class RegistryTables:
             return None
         members = tuple(SnapshotMember(str(i), int(v)) for i, v in row[3])
         return Snapshot(tenant_id, snapshot_id, row[0], row[1], utc(row[2]), members)
+
+    def export_snapshots(self, tenant_id: str | None) -> Iterator[Snapshot]:
+        where, params = ("", ()) if tenant_id is None else (" WHERE tenant_id = %s", (tenant_id,))
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT tenant_id, snapshot_id, label, created_by, created_at, members"
+                f" FROM snapshots{where} ORDER BY tenant_id, snapshot_id",
+                params,
+            ).fetchall()
+        for r in rows:
+            members = tuple(SnapshotMember(str(i), int(v)) for i, v in r[5])
+            yield Snapshot(r[0], r[1], r[2], r[3], utc(r[4]), members)
 
     # -- projects (SCOPE-6) ------------------------------------------------------------------
     def put_project(self, project: Project) -> None:

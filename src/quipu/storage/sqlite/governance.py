@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -375,6 +375,17 @@ class GovernanceTables:
             return None
         members = tuple(SnapshotMember(str(i), int(v)) for i, v in loads(row[3]))
         return Snapshot(tenant_id, snapshot_id, row[0], row[1], from_micros(row[2]), members)
+
+    def export_snapshots(self, tenant_id: str | None) -> Iterator[Snapshot]:
+        where, params = ("", ()) if tenant_id is None else (" WHERE tenant_id = ?", (tenant_id,))
+        rows = self._reader().execute(
+            "SELECT tenant_id, snapshot_id, label, created_by, created_at, members"
+            f" FROM snapshots{where} ORDER BY tenant_id, snapshot_id",
+            params,
+        )
+        for r in rows:
+            members = tuple(SnapshotMember(str(i), int(v)) for i, v in loads(r[5]))
+            yield Snapshot(r[0], r[1], r[2], r[3], from_micros(r[4]), members)
 
     # -- projects (SCOPE-6) ------------------------------------------------------------------
     def put_project(self, project: Project) -> None:
