@@ -19,7 +19,7 @@ from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.kv import KVChange, KVEntry
-from quipu.core.portable import PortableSession
+from quipu.core.portable import PortableDocument, PortableSession
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
@@ -554,3 +554,18 @@ class Store(Protocol):
         self, tenant_id: str, memory_id: str, article_id: str, at: datetime, re_scoped: bool
     ) -> bool:
         """Stamp the memory's one graduation; False when it had graduated already."""
+
+    # -- export and import of the key/value and documents planes (OPS-2, issue 28) -----------
+    def export_kv(self, tenant_id: str | None) -> Iterator[KVEntry]:
+        """Every version of every key (of one tenant, or all), erased ones wiped."""
+
+    def import_kv(self, entries: Iterable[KVEntry]) -> int:
+        """Insert exported versions verbatim, skipping any present; how many were added."""
+
+    def export_documents(self, tenant_id: str | None) -> Iterator[PortableDocument]:
+        """Every document (of one tenant, or all) with its chunks, vectors and corpus pin."""
+
+    def import_documents(self, documents: Iterable[PortableDocument]) -> int:
+        """Insert exported documents verbatim unless their id is present; an unpinned corpus
+        takes the export's pin, one pinned to another model gets the chunks without vectors.
+        Returns how many documents were added."""
