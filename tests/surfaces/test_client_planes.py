@@ -116,9 +116,7 @@ def _scenario(client: Any) -> list[str]:
     kv.set(f"cfg/{tag}/lang", "pt", scope="user")
     page = kv.list(prefix=f"cfg/{tag}/")
     assert type(page) is KVPage and [e.key for e in page.items] == [f"cfg/{tag}/theme"]
-    assert [e.key for e in kv.list(prefix=f"cfg/{tag}/", scope="user").items] == [
-        f"cfg/{tag}/lang"
-    ]
+    assert [e.key for e in kv.list(prefix=f"cfg/{tag}/", scope="user").items] == [f"cfg/{tag}/lang"]
     assert [e.version for e in kv.history(f"cfg/{tag}/theme")] == [1, 2]
     gone = kv.delete(f"cfg/{tag}/theme", expected_version=2, reason="done")
     assert gone.status.value == "deleted"
@@ -207,9 +205,9 @@ def test_scope_007_planes_through_the_client_stay_in_their_tenant_and_role(
         Client(served.url, served.keys["writer"]) as writer,
     ):
         admin.kv.set(f"secret/{tag}", 1, scope="tenant")
-        document_id = admin.documents.add("Tenant manual.", title="M", scope="tenant")[
-            "document"
-        ]["id"]
+        document_id = admin.documents.add("Tenant manual.", title="M", scope="tenant")["document"][
+            "id"
+        ]
         with pytest.raises(NotFound):
             stranger.kv.get(f"secret/{tag}", scope="tenant")
         with pytest.raises(NotFound):
