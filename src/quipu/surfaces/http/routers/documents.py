@@ -11,11 +11,13 @@ from pydantic import Field
 
 from quipu.core.records import Principal
 from quipu.documents import DocumentService
+from quipu.jobs.ingest import DocumentIngest
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.plane_responses import (
     DocumentAddOut,
     DocumentEraseOut,
+    DocumentJobOut,
     DocumentOut,
     DocumentPageOut,
     DocumentTextOut,
@@ -60,8 +62,26 @@ class DeleteBody(Body):
     reason: str | None = Field(None, description="Why; audited, never in a URL.")
 
 
-@router.post("/documents", response_model=DocumentAddOut, status_code=201, summary="Add a document")
+@router.post(
+    "/documents",
+    response_model=DocumentAddOut,
+    status_code=201,
+    summary="Add a document",
+    responses={202: {"description": "A large document, queued as an ingest_document job"}},
+)
 def add_document(body: AddBody, docs: Docs, who: Who) -> SafeJSONResponse:
+    ingest = DocumentIngest(docs)
+    if ingest.is_large(body.content):  # longer than document_job_chars: a durable job
+        queued = ingest.submit(
+            who,
+            body.content,
+            title=body.title,
+            media_type=body.media_type,
+            scope=body.scope,
+            metadata=body.metadata,
+            reason=body.reason,
+        )
+        return SafeJSONResponse(queued, status_code=202)
     added = docs.add(
         who,
         body.content,
@@ -144,3 +164,12 @@ def erase_document(
     document_id: str, body: EraseBody, docs: Docs, who: Who, scope: ScopeParam = "agent"
 ) -> SafeJSONResponse:
     return SafeJSONResponse(docs.erase(who, document_id, scope=scope, reason=body.reason))
+
+
+@router.get(
+    "/document-jobs/{job_id}",
+    response_model=DocumentJobOut,
+    summary="Follow a large document's ingest job",
+)
+def document_job(job_id: str, docs: Docs, who: Who) -> SafeJSONResponse:
+    return SafeJSONResponse(DocumentIngest(docs).progress(who, job_id))
