@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from quipu.core.jobs import JobStatus
-from quipu.core.limits import Limits
 from quipu.core.records import Principal
 from quipu.documents import DocumentService
 from quipu.errors import Conflict, InvalidInput, NotFound, SecretDetected
