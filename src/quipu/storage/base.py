@@ -569,3 +569,16 @@ class Store(Protocol):
         """Insert exported documents verbatim unless their id is present; an unpinned corpus
         takes the export's pin, one pinned to another model gets the chunks without vectors.
         Returns how many documents were added."""
+
+    # -- re-indexing the documents plane (`quipu reindex --corpus`, issue 28) -----------------
+    def doc_corpora(self, tenant_id: str | None) -> list[tuple[ScopeRef, EmbeddingPin]]:
+        """Every corpus (of one tenant, or all) with its pinned model, in order."""
+
+    def doc_servable(self, ref: ScopeRef) -> list[StoredChunk]:
+        """Every active chunk of an active document, with its vector or ``None``."""
+
+    def doc_reindex(
+        self, ref: ScopeRef, pin: EmbeddingPin, vectors: Sequence[tuple[int, Vector]]
+    ) -> int:
+        """Write the chunks' new vectors (by storage key) and pin the corpus to ``pin``, in one
+        transaction; the corpus's generation moves. Returns the vectors written."""
