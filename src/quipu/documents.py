@@ -36,6 +36,7 @@ from quipu.core.governance import ERASE_GRANT
 from quipu.core.query import Filters
 from quipu.core.records import Principal, Role, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
+from quipu.documents_pdf import pdf_text
 from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
 from quipu.guard import Guard, reason
 from quipu.memories import MemoryService
@@ -353,6 +354,8 @@ class DocumentService:
         return self.embedder
 
     def _text(self, content: object, kind: MediaType) -> str:
+        if kind is MediaType.PDF:  # bytes in, its pages' text out (documents_pdf)
+            content = pdf_text(content)
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput(
                 "content must be a non-blank string",
@@ -543,7 +546,7 @@ class Documents:
 
     def add(
         self,
-        content: str,
+        content: str | bytes,
         *,
         title: str,
         media_type: str = "text/plain",

@@ -6,6 +6,7 @@ short document's, with nothing queued."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -105,3 +106,23 @@ def test_job_001_a_large_document_job_is_cancelled_like_any_job(served: Served) 
         served.runtime.worker.drain()
         assert a1.get(f"/v1/document-jobs/{job_id}").json()["status"] == "cancelled"
         assert a1.get(f"/v1/documents/{queued['document_id']}").status_code == 404
+
+
+def test_doc_001_a_pdf_travels_as_base64(served: Served) -> None:
+    pytest.importorskip("pypdf")
+    from tests.contract.test_documents_pdf import PAGES, make_pdf
+
+    encoded = base64.b64encode(make_pdf(PAGES)).decode()
+    with _http(served, "a1") as a1:
+        sent = a1.post(
+            "/v1/documents",
+            json={"content": encoded, "title": "Pump PDF", "media_type": "application/pdf"},
+        )
+        assert sent.status_code == 201, sent.text
+        assert sent.json()["document"]["media_type"] == "application/pdf"
+        for content in ("%%% not base64", base64.b64encode(b"not a pdf").decode()):
+            refused = a1.post(
+                "/v1/documents", json={"content": content, "title": "x", "media_type": "pdf"}
+            )
+            assert refused.status_code == 422
+            assert refused.json()["error"]["code"] == "invalid_pdf"

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from quipu.core.records import Principal
 from quipu.documents import DocumentService
+from quipu.documents_pdf import pdf_bytes, pdf_media
 from quipu.jobs.ingest import DocumentIngest
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
@@ -44,7 +45,10 @@ Docs = Annotated[DocumentService, Depends(documents)]
 
 
 class AddBody(Body):
-    content: str = Field(description="The document: plain text, Markdown or HTML.")
+    content: str = Field(
+        description="The document: plain text, Markdown or HTML; for application/pdf the "
+        "file's bytes in base64."
+    )
     title: str = Field(description="A title, at most 500 characters.")
     media_type: str = Field("text/plain", description="text/plain, text/markdown or text/html.")
     scope: str = Field("agent", description="The scope whose corpus takes the document.")
@@ -71,10 +75,13 @@ class DeleteBody(Body):
 )
 def add_document(body: AddBody, docs: Docs, who: Who) -> SafeJSONResponse:
     ingest = DocumentIngest(docs)
-    if ingest.is_large(body.content):  # longer than document_job_chars: a durable job
+    content: object = body.content
+    if pdf_media(body.media_type):
+        content = pdf_bytes(body.content)
+    if ingest.is_large(content):  # longer than document_job_chars: a durable job
         queued = ingest.submit(
             who,
-            body.content,
+            content,
             title=body.title,
             media_type=body.media_type,
             scope=body.scope,
@@ -84,7 +91,7 @@ def add_document(body: AddBody, docs: Docs, who: Who) -> SafeJSONResponse:
         return SafeJSONResponse(queued, status_code=202)
     added = docs.add(
         who,
-        body.content,
+        content,
         title=body.title,
         media_type=body.media_type,
         scope=body.scope,
