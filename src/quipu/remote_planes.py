@@ -10,6 +10,7 @@ differ only in awaiting it.
 
 from __future__ import annotations
 
+import base64
 import builtins
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -25,13 +26,15 @@ T = TypeVar("T")
 
 
 def _add_body(
-    content: str,
+    content: str | bytes,
     title: str,
     media_type: str,
     scope: str,
     metadata: Mapping[str, Any] | None,
     reason: str | None,
 ) -> dict[str, Any]:
+    if isinstance(content, bytes):  # a PDF's bytes travel as base64 (POST /v1/documents)
+        content = base64.b64encode(content).decode("ascii")
     return wire.given(
         {
             "content": content,
@@ -112,7 +115,7 @@ class RemoteDocuments:
 
     def add(
         self,
-        content: str,
+        content: str | bytes,
         *,
         title: str,
         media_type: str = "text/plain",
@@ -263,7 +266,7 @@ class AsyncDocuments:
 
     async def add(
         self,
-        content: str,
+        content: str | bytes,
         *,
         title: str,
         media_type: str = "text/plain",

@@ -151,6 +151,11 @@ def _scenario(client: Any) -> list[str]:
     codes.append(_code(lambda: docs.search("valve", k=10**6)))
     for bad in ("a/b", "..", "x\x00y"):
         codes.append(_code(lambda bad=bad: docs.get(bad)))
+    from tests.contract.test_documents_pdf import PAGES, make_pdf
+
+    pdf = docs.add(make_pdf(PAGES), title=f"PDF {tag}", media_type="pdf")["document"]
+    assert pdf["media_type"] == "application/pdf" and pdf["chunks"] == 1
+    codes.append(_code(lambda: docs.add(b"not a pdf", title="x", media_type="pdf")))
     deleted = docs.delete(document_id, reason="replaced")
     assert type(deleted) is Document and deleted.status.value == "deleted"
     codes.append(_code(lambda: docs.get(document_id)))
