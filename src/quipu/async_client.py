@@ -26,6 +26,7 @@ from quipu.errors import Unavailable
 from quipu.remote import RunTokens, Subject
 from quipu.remote_governance import AsyncGovernanceCalls
 from quipu.remote_knowledge import AsyncKnowledgeCalls
+from quipu.remote_planes import AsyncPlaneCalls
 from quipu.storage.base import Vector
 from quipu.wire import Call, Instant, Retry, error_from_response
 
@@ -34,7 +35,7 @@ __all__ = ["AsyncClient", "AsyncRemoteSession"]
 T = TypeVar("T")
 
 
-class AsyncClient(AsyncGovernanceCalls, AsyncKnowledgeCalls):
+class AsyncClient(AsyncGovernanceCalls, AsyncKnowledgeCalls, AsyncPlaneCalls):
     """A Quipu server over HTTP, awaited: the methods of :class:`quipu.Client`, as
     coroutines. ``key`` is an API key or run token (none in local mode).
 

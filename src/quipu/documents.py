@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from quipu.core import documents as docs
 from quipu.core import validate
@@ -36,6 +36,7 @@ from quipu.core.governance import ERASE_GRANT
 from quipu.core.query import Filters
 from quipu.core.records import Principal, Role, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
+from quipu.documents_pdf import pdf_text
 from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
 from quipu.guard import Guard, reason
 from quipu.memories import MemoryService
@@ -47,6 +48,16 @@ from quipu.storage.base import EmbeddingPin
 
 #: Longest title, in characters.
 MAX_TITLE_CHARS = 500
+#: Chunks embedded in one call of the embedder (and one heartbeat of an ingest job).
+EMBED_BATCH = 64
+
+
+class Prepared(NamedTuple):
+    """A document ready to store but for its vectors: its scope, record and screened chunks."""
+
+    ref: ScopeRef
+    document: Document
+    chunks: tuple[Chunk, ...]
 
 
 class DocumentService:
@@ -59,6 +70,7 @@ class DocumentService:
         *,
         max_chunk_chars: int = docs.MAX_CHUNK_CHARS,
         overlap: int = docs.CHUNK_OVERLAP,
+        embed_batch: int = EMBED_BATCH,
     ) -> None:
         self.store = memory.store
         self.embedder = memory.embedder
@@ -66,6 +78,7 @@ class DocumentService:
         self.limits = memory.limits
         self.max_chunk_chars = max_chunk_chars
         self.overlap = overlap
+        self.embed_batch = embed_batch
         self._clock = clock or (lambda: datetime.now(UTC))
         self.port = ChunkPort(self.store)
         # Chunks have no sessions, dates or rerankable turns: those stages stay off.
@@ -88,6 +101,30 @@ class DocumentService:
         reason: object = None,
     ) -> dict[str, Any]:
         """Add a document; returns ``{document, chunks, served, refused, quarantined}``."""
+        prepared = self.prepare(
+            principal,
+            content,
+            title=title,
+            media_type=media_type,
+            scope=scope,
+            metadata=metadata,
+            reason=reason,
+        )
+        return self.commit(principal, prepared, self.embed(prepared.chunks))
+
+    def prepare(
+        self,
+        principal: Principal,
+        content: object,
+        *,
+        title: object,
+        media_type: object = "text/plain",
+        scope: str = "agent",
+        metadata: object = None,
+        reason: object = None,
+    ) -> Prepared:
+        """Everything of an add but the embedding and the write: the checks, the document's
+        text cut into screened chunks, and its record (a durable ingest job embeds later)."""
         ref = resolve_scope(principal, scope)
         check_write(principal, ref)
         kind = docs.media_type(media_type)
@@ -102,29 +139,6 @@ class DocumentService:
             for seq, (start, end) in enumerate(
                 docs.chunk_spans(text, max_chars=self.max_chunk_chars, overlap=self.overlap)
             )
-        ]
-        served = [c for c in chunks if c.status is ChunkStatus.ACTIVE]
-        matrix = embedder.embed_batch([c.text for c in served]) if served else None
-        vectors: list[Any] = []
-        at = 0
-        for chunk in chunks:
-            if chunk.status is ChunkStatus.ACTIVE:
-                assert matrix is not None
-                vectors.append(matrix[at])
-                at += 1
-            else:
-                vectors.append(None)
-        now = self._clock()
-        withheld = [
-            {
-                "seq": c.seq,
-                "start": c.start,
-                "end": c.end,
-                "status": c.status.value,
-                "reason": c.reason,
-            }
-            for c in chunks
-            if c.status is not ChunkStatus.ACTIVE
         ]
         document = Document(
             id=uuid.uuid4().hex,
@@ -141,19 +155,47 @@ class DocumentService:
             actor=principal.key_id,
             surface=principal.surface,
             agent_id=principal.agent_id,
-            recorded_at=now,
+            recorded_at=self._clock(),
             embedding_model=embedder.model_id,
             reason=why,
-            withheld=withheld,
+            withheld=_withheld(chunks),
         )
         self.guard.screen(document)
-        audit = self._audit(principal, "document.add", document.id, why, ref, len(chunks))
+        return Prepared(ref, document, tuple(chunks))
+
+    def embed(
+        self, chunks: Sequence[Chunk], done: Callable[[int], None] | None = None
+    ) -> list[Any]:
+        """The vector of each served chunk (``None`` for the others), in batches of
+        ``embed_batch``; ``done(n)`` after each batch with the chunks embedded so far."""
+        embedder = self._embedder()
+        served = [c for c in chunks if c.status is ChunkStatus.ACTIVE]
+        found: list[Any] = []
+        step = self.embed_batch
+        for at in range(0, len(served), step):
+            found.extend(embedder.embed_batch([c.text for c in served[at : at + step]]))
+            if done is not None:
+                done(len(found))
+        vectors = iter(found)
+        return [next(vectors) if c.status is ChunkStatus.ACTIVE else None for c in chunks]
+
+    def commit(
+        self, principal: Principal, prepared: Prepared, vectors: Sequence[Any]
+    ) -> dict[str, Any]:
+        """Store a prepared document with its chunks' vectors, audited as ``document.add``."""
+        ref, document, chunks = prepared
+        embedder = self._embedder()
+        document = replace(document, recorded_at=self._clock())
+        audit = self._audit(
+            principal, "document.add", document.id, document.reason, ref, len(chunks)
+        )
         pin = EmbeddingPin(embedder.model_id, embedder.dimension)
         stored = self.store.doc_add(ref, document, chunks, vectors, pin, audit)
+        withheld = stored.withheld
         return {
             "document": stored.to_dict(),
             "chunks": len(chunks),
-            "served": len(served),
+            "served": sum(c.status is ChunkStatus.ACTIVE for c in chunks),
             "refused": [w for w in withheld if w["status"] == "refused"],
             "quarantined": [w for w in withheld if w["status"] == "quarantined"],
         }
@@ -312,6 +354,8 @@ class DocumentService:
         return self.embedder
 
     def _text(self, content: object, kind: MediaType) -> str:
+        if kind is MediaType.PDF:  # bytes in, its pages' text out (documents_pdf)
+            content = pdf_text(content)
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput(
                 "content must be a non-blank string",
@@ -392,6 +436,14 @@ class DocumentService:
             reason=why,
             details=details,
         )
+
+
+def _withheld(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
+    return [
+        {"seq": c.seq, "start": c.start, "end": c.end, "status": c.status.value, "reason": c.reason}
+        for c in chunks
+        if c.status is not ChunkStatus.ACTIVE
+    ]
 
 
 def _screened(seq: int, start: int, end: int, text: str) -> Chunk:
@@ -494,7 +546,7 @@ class Documents:
 
     def add(
         self,
-        content: str,
+        content: str | bytes,
         *,
         title: str,
         media_type: str = "text/plain",

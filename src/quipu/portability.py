@@ -3,14 +3,18 @@
 An export is JSON Lines in format version 2 (:mod:`quipu.transfer`): a header naming the tenant
 (or none: the whole store), then the tenants, their credentials (hashed secrets only), their
 registered projects and legal holds (released ones too), every memory version with its vector,
-the sessions (writer, turns, watermark), the audit log and the snapshots (LIFE-8), in that
-order. An import writes each record into the target store verbatim and skips what is already
-there, so it can be re-run, and an interrupted one finished, without doubles.
+the sessions (writer, turns, watermark), every version of every key of the key/value plane,
+every document of the documents plane with its chunks and vectors, the audit log and the
+snapshots (LIFE-8), in that order. An import writes each record into the target store verbatim
+and skips what is already there, so it can be re-run, and an interrupted one finished, without
+doubles.
 
 The memory versions go through :meth:`MemoryService.import_` (screened like any write, one
-``memory.import`` audit event per tenant); tenants, credentials, projects, holds, sessions and
-audit events go straight to the store, which checks every string it is given
-(``storage.admission``); a released hold is written, then released with its own reason. This
+``memory.import`` audit event per tenant); tenants, credentials, projects, holds, sessions,
+key/value versions, documents and audit events go straight to the store, which checks every
+string it is given (``storage.admission``); a released hold is written, then released with its
+own reason. A document's vectors are kept when its scope's corpus is unpinned or pinned to the
+same model; otherwise its chunks come without vectors until ``quipu reindex --corpus``. This
 is the operator's tool: it runs on the store's own machine, never through a request.
 """
 
@@ -75,6 +79,10 @@ def export_records(store: Store, tenant_id: str | None) -> Iterator[dict[str, An
         yield transfer.encode(memory, vector)
     for session in store.export_sessions(tenant_id):
         yield transfer.encode_session(session)
+    for entry in store.export_kv(tenant_id):
+        yield transfer.encode_kv(entry)
+    for document in store.export_documents(tenant_id):
+        yield transfer.encode_document(document)
     for event in store.export_audit(tenant_id):
         yield transfer.encode_audit(event)
     for snapshot in store.export_snapshots(tenant_id):
@@ -161,6 +169,8 @@ def _tenant_of(kind: str, value: Any) -> str:
         return str(value[0].tenant_id)
     if kind == "session":
         return str(value.key.tenant_id)
+    if kind == "document":
+        return str(value.document.tenant_id)
     return str(value.tenant_id)
 
 
@@ -191,6 +201,11 @@ def _add(store: Store, kind: str, value: Any) -> int:
             return 0
         store.put_snapshot(value)
         return 1
+
+    if kind == "kv":
+        return store.import_kv([value])
+    if kind == "document":
+        return store.import_documents([value])
     return store.import_audit([value])
 
 

@@ -38,6 +38,7 @@ from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
 from quipu.remote_governance import GovernanceCalls
 from quipu.remote_knowledge import KnowledgeCalls
+from quipu.remote_planes import PlaneCalls
 from quipu.storage.base import Vector
 from quipu.wire import (
     Call,
@@ -254,14 +255,15 @@ class RunTokens:
         )
 
 
-class Client(GovernanceCalls, KnowledgeCalls):
+class Client(GovernanceCalls, KnowledgeCalls, PlaneCalls):
     """A Quipu server over HTTP. ``key`` is an API key or run token (none in local mode).
 
     ``timeout`` bounds each request (seconds, or an :class:`httpx.Timeout`); ``retry`` says
     how refused requests are retried; a superadmin key names the ``tenant`` it acts on (sent
     as ``X-Quipu-Tenant``, SCOPE-8). The governance methods (erase, holds, review, judge,
     restore, merge, snapshots, projects, audit, oversight, job control) come from
-    :class:`~quipu.remote_governance.GovernanceCalls`. Thread-safe; close it (or use ``with``)."""
+    :class:`~quipu.remote_governance.GovernanceCalls`; ``kv``, ``documents`` and ``search``
+    from :class:`~quipu.remote_planes.PlaneCalls`. Thread-safe; close it (or use ``with``)."""
 
     def __init__(
         self,

@@ -302,6 +302,14 @@ class Settings(BaseModel):
         "store opens (library, `quipu serve`, `quipu worker`). Empty: leave BLAS's own default "
         "(every core), which made a 10k-row scope scan 28x slower on a busy 2-core machine.",
     )
+    document_job_chars: int = Field(
+        100_000,
+        ge=1,
+        le=1_000_000,
+        description="Documents whose text is longer than this many characters are ingested by "
+        "a durable job (`ingest_document`): `POST /v1/documents` answers 202 with the job, whose "
+        "checkpoint shows the chunks embedded so far (DOC-1). Shorter ones are added in the call.",
+    )
 
     @field_validator("*")
     @classmethod

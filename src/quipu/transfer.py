@@ -11,6 +11,9 @@ Line 1 is a header; every later line is one record with a ``type``:
   released, LIFE-4), ``session`` (a session's writer, turns and promotion watermark) and
   ``audit`` (one audit event): format version 2, written by ``quipu export``
   (:mod:`quipu.portability`); ``snapshot`` (a snapshot's pinned versions, LIFE-8) too.
+- ``kv`` (one version of a key of the key/value plane, KV-1) and ``document`` (a document of
+  the documents plane with every chunk, its offsets, status and vector, and the model its
+  scope's corpus is pinned to, DOC-1): format version 2 as well (issue 28).
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ from typing import IO, Any
 
 import numpy as np
 
+from quipu.core import kv
 from quipu.core.auth import AuditEvent, Credential, Tenant
+from quipu.core.documents import Chunk, ChunkStatus, Document, DocumentStatus, MediaType
 from quipu.core.governance import Hold, HoldKind, Project, Snapshot, SnapshotMember
-from quipu.core.portable import PortableSession
-from quipu.core.records import MemoryVersion, Principal, Role
+from quipu.core.kv import EntryStatus, KVEntry
+from quipu.core.portable import PortableDocument, PortableSession
+from quipu.core.records import MemoryVersion, Principal, Role, Scope
 from quipu.core.sessions import SessionKey, SessionTurn, Watermark
 from quipu.errors import InvalidInput
 from quipu.storage.base import Vector
@@ -45,6 +51,8 @@ RECORD_TYPES = (
     "session",
     "audit",
     "snapshot",
+    "kv",
+    "document",
 )
 
 
@@ -344,6 +352,147 @@ _DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "session": _decode_session,
     "audit": _decode_audit,
 }
+
+
+# -- the key/value and documents planes (issue 28) --------------------------------------------
+def encode_kv(entry: KVEntry) -> dict[str, Any]:
+    return {"type": "kv", "tenant_id": entry.tenant_id, "owner": entry.owner, **entry.to_dict()}
+
+
+def encode_document(item: PortableDocument) -> dict[str, Any]:
+    d = item.document
+    return {
+        "type": "document",
+        "tenant_id": d.tenant_id,
+        "owner": d.owner,
+        **d.to_dict(),
+        "corpus": {"model_id": item.corpus[0], "dimension": item.corpus[1]},
+        "chunk_list": [
+            {
+                "seq": c.seq,
+                "start": c.start,
+                "end": c.end,
+                "text": c.text,
+                "status": c.status.value,
+                "reason": c.reason,
+                "vector": None
+                if v is None
+                else base64.b64encode(np.asarray(v, np.float32).tobytes()).decode(),
+            }
+            for c, v in zip(item.chunks, item.vectors, strict=True)
+        ],
+    }
+
+
+def _decode_kv(row: dict[str, Any]) -> KVEntry:
+    try:
+        status = EntryStatus(str(row["status"]))
+        value = row.get("value")
+        if status is not EntryStatus.SET and value is not None:
+            raise ValueError("only a set version holds a value")
+        entry = KVEntry(
+            tenant_id=str(row["tenant_id"]),
+            scope=Scope(str(row["scope"])),
+            owner=str(row["owner"]),
+            key=str(row["key"]),
+            version=_count(row["version"], low=1),
+            value=value,
+            status=status,
+            actor=_text(row.get("actor")) or "",
+            surface=str(row["surface"]),
+            agent_id=_text(row.get("agent_id")),
+            reason=_text(row.get("reason")),
+            recorded_at=_at(row["recorded_at"]),
+            ended_at=_at_opt(row.get("ended_at")),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _malformed("key/value", exc) from None
+    try:
+        kv.key(entry.key)
+        if status is EntryStatus.SET:
+            kv.value(entry.value, max_bytes=_MAX_KV_BYTES)
+    except InvalidInput as exc:
+        raise _malformed("key/value", ValueError(exc.message)) from None
+    return entry
+
+
+def _decode_document(row: dict[str, Any]) -> PortableDocument:
+    try:
+        corpus = row["corpus"]
+        pin = (str(corpus["model_id"]), _count(corpus["dimension"], low=0))
+        document = Document(
+            id=str(row["id"]),
+            tenant_id=str(row["tenant_id"]),
+            scope=Scope(str(row["scope"])),
+            owner=str(row["owner"]),
+            title=str(row["title"]),
+            media_type=MediaType(str(row["media_type"])),
+            metadata=_object(row.get("metadata")),
+            chars=_count(row["chars"], low=0),
+            chunks=_count(row["chunks"], low=0),
+            status=DocumentStatus(str(row["status"])),
+            version=_count(row["version"], low=1),
+            actor=str(row["actor"]),
+            surface=str(row["surface"]),
+            agent_id=_text(row.get("agent_id")),
+            recorded_at=_at(row["recorded_at"]),
+            embedding_model=str(row["embedding_model"]),
+            reason=_text(row.get("reason")),
+            withheld=[_object(w) for w in row.get("withheld") or ()],
+        )
+        chunks: list[Chunk] = []
+        vectors: list[Any] = []
+        for c in row.get("chunk_list") or ():
+            chunk = Chunk(
+                seq=_count(c["seq"], low=0),
+                start=_count(c["start"], low=0),
+                end=_count(c["end"], low=0),
+                text=str(c["text"]),
+                status=ChunkStatus(str(c["status"])),
+                reason=_text(c.get("reason")),
+            )
+            if not chunk.start <= chunk.end <= document.chars:
+                raise ValueError(f"chunk {chunk.seq} lies outside the document")
+            chunks.append(chunk)
+            vectors.append(_vector(c.get("vector"), pin[1], chunk.status))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _malformed("document", exc) from None
+    if len({c.seq for c in chunks}) != len(chunks):
+        raise _malformed("document", ValueError("two chunks share a seq"))
+    return PortableDocument(document, tuple(chunks), tuple(vectors), pin)
+
+
+#: The largest key/value an import takes (the service's own bound is smaller or equal).
+_MAX_KV_BYTES = 1 << 20
+
+
+def _vector(blob: Any, dimension: int, status: ChunkStatus) -> Any:
+    if blob is None:
+        return None
+    if status is not ChunkStatus.ACTIVE:
+        raise ValueError("only a served chunk has a vector")
+    vector = np.frombuffer(base64.b64decode(str(blob), validate=True), dtype=np.float32)
+    if vector.shape != (dimension,) or not np.all(np.isfinite(vector)):
+        raise ValueError(f"a chunk's vector is not {dimension} finite numbers")
+    return vector
+
+
+def _count(value: Any, *, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < 2**31:
+        raise ValueError(f"{value!r} is not a count")
+    return value
+
+
+def _object(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
+_DECODERS["kv"] = _decode_kv
+_DECODERS["document"] = _decode_document
 
 
 def _at(value: Any) -> datetime:

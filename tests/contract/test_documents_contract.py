@@ -254,7 +254,8 @@ def _deep(depth: int) -> dict[str, Any]:
         ("ok", {"title": ""}, "invalid_title"),
         ("ok", {"title": "t\x00"}, "invalid_text"),
         ("ok", {"title": "t" * 501}, "invalid_title"),
-        ("ok", {"media_type": "application/pdf"}, "unsupported_media_type"),
+        ("ok", {"media_type": "image/png"}, "unsupported_media_type"),
+        ("ok", {"media_type": "application/pdf"}, "invalid_pdf"),  # a str is not a file
         ("ok", {"metadata": _deep(12)}, "invalid_metadata"),
         ("ok", {"metadata": {"n": 2**60}}, "invalid_metadata"),
         ("<script>only</script>", {"media_type": "html"}, "invalid_text"),

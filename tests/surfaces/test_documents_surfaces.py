@@ -93,9 +93,10 @@ def test_doc_001_http_add_search_read_list_delete(http: tuple[TestClient, dict[s
     [
         ({"content": "a\u0000b", "title": "t"}, None),
         (
-            {"content": "ok", "title": "t", "media_type": "application/pdf"},
+            {"content": "ok", "title": "t", "media_type": "image/png"},
             "unsupported_media_type",
         ),
+        ({"content": "ok", "title": "t", "media_type": "application/pdf"}, "invalid_pdf"),
         ({"content": "ok", "title": ""}, "invalid_title"),
         ({"content": "", "title": "t"}, "invalid_text"),
         ({"content": "ok", "title": "t", "metadata": {"n": 2**60}}, "invalid_metadata"),

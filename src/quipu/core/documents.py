@@ -52,6 +52,8 @@ class MediaType(StrEnum):
     TEXT = "text/plain"
     MARKDOWN = "text/markdown"
     HTML = "text/html"
+    PDF = "application/pdf"
+    """Read as the text of its pages (:mod:`quipu.documents_pdf`, the optional ``pdf`` extra)."""
 
 
 class DocumentStatus(StrEnum):
@@ -128,7 +130,12 @@ class Document:
 
 
 def media_type(value: object) -> MediaType:
-    aliases = {"text": MediaType.TEXT, "markdown": MediaType.MARKDOWN, "html": MediaType.HTML}
+    aliases = {
+        "text": MediaType.TEXT,
+        "markdown": MediaType.MARKDOWN,
+        "html": MediaType.HTML,
+        "pdf": MediaType.PDF,
+    }
     if isinstance(value, str):
         found = aliases.get(value.strip().lower())
         if found is not None:
@@ -137,7 +144,8 @@ def media_type(value: object) -> MediaType:
             if value.strip().lower().split(";", 1)[0] == kind.value:
                 return kind
     raise InvalidInput(
-        "media_type must be text/plain, text/markdown or text/html (or text, markdown, html)",
+        "media_type must be text/plain, text/markdown, text/html or application/pdf (or text,"
+        " markdown, html, pdf)",
         code="unsupported_media_type",
         details={"field": "media_type"},
     )

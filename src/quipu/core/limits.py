@@ -38,6 +38,7 @@ class Limits:
     rerank_turns: int = 5
     rerank_weight: float = 2.0
     recall_concurrency: int | None = None  # None: no bound
+    document_job_chars: int = 100_000
 
     @classmethod
     def from_settings(cls, s: Settings, *, cpus: int = 1, embedded: bool = True) -> Limits:

@@ -21,6 +21,7 @@ corpus (one document per ``per_document`` chunks, each added in one call) and ti
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import time
@@ -248,9 +249,13 @@ def scale(
     queries: int = 100,
     seed: int = 7,
     progress: Progress | None = None,
+    large_chars: int = 0,
 ) -> dict[str, Any]:
     """Ingest ``chunks`` chunks into ``store`` (empty) in documents of ``per_document`` chunks
-    each (one call per document), then time ``queries`` searches over the whole corpus."""
+    each (one call per document), then one document of ``large_chars`` characters in one call
+    (0: none), then time ``queries`` searches over the whole corpus. The machine's load average
+    is read before and after (the figures depend on it)."""
+    load_before = _load()
     rng = random.Random(seed)
     service = MemoryService(store, embedder, Limits())
     docs = DocumentService(service)
@@ -270,6 +275,23 @@ def scale(
         chars += len(text)
         if progress is not None:
             progress(written)
+    large: dict[str, Any] | None = None
+    if large_chars > 0:
+        parts: list[str] = []
+        size = 0
+        while size < large_chars:
+            parts.append(_paragraph(rng, number + len(parts)))
+            size += len(parts[-1]) + 2
+        text = "\n\n".join(parts)[:large_chars]
+        mark = time.perf_counter()
+        added = docs.add(who, text, title="one large manual")
+        took = time.perf_counter() - mark
+        large = {
+            "characters": len(text),
+            "chunks": int(added["chunks"]),
+            "seconds": round(took, 2),
+            "chunks_per_s": round(int(added["chunks"]) / took, 1) if took else None,
+        }
     docs.search(who, "warm up the index")  # the first search loads the corpus
     latencies = []
     for _ in range(queries):
@@ -286,8 +308,17 @@ def scale(
         "documents": -(-written // per_document),
         "ingest_seconds": round(seconds, 2),
         "chunks_per_s": round(written / seconds, 1) if seconds else None,
+        "large_document": large,
         "search_latency_ms": _latency(latencies),
+        "load_average": {"before": load_before, "after": _load()},
     }
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:  # not every platform has it
+        return None
 
 
 def _share(hits: int, total: int) -> float | None:

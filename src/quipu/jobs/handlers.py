@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from quipu.documents import DocumentService
 from quipu.extraction.base import Extractor
 from quipu.governance import ERASE_SUBJECT, GovernanceService
+from quipu.jobs.ingest import INGEST_DOCUMENT, DocumentIngest
 from quipu.jobs.promotion import Promoter, PromotionConfig, sweep
 from quipu.jobs.queue import JobQueue, Lease
 from quipu.jobs.worker import Handler, Periodic, Worker
@@ -78,6 +80,8 @@ def build_worker(
         return graduation.sweep()
 
     handlers[GRADUATE] = graduate
+    if service.embedder is not None:  # large documents (DOC-1): embedded by this worker
+        handlers[INGEST_DOCUMENT] = DocumentIngest(DocumentService(service.for_jobs())).run
     interval = timedelta(seconds=settings.sweep_interval_seconds)
     periodic = (
         Periodic(SWEEP, interval),

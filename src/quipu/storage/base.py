@@ -19,7 +19,7 @@ from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.kv import KVChange, KVEntry
-from quipu.core.portable import PortableSession
+from quipu.core.portable import PortableDocument, PortableSession
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import (
@@ -605,3 +605,31 @@ class Store(Protocol):
     ) -> list[tuple[ScopeRef, str]]:
         """Up to ``limit`` documents (with their partition) not yet erased in ``user_id``'s
         ``user`` and ``agent_user`` partitions: a subject erasure's next batch."""
+
+    # -- export and import of the key/value and documents planes (OPS-2, issue 28) -----------
+    def export_kv(self, tenant_id: str | None) -> Iterator[KVEntry]:
+        """Every version of every key (of one tenant, or all), erased ones wiped."""
+
+    def import_kv(self, entries: Iterable[KVEntry]) -> int:
+        """Insert exported versions verbatim, skipping any present; how many were added."""
+
+    def export_documents(self, tenant_id: str | None) -> Iterator[PortableDocument]:
+        """Every document (of one tenant, or all) with its chunks, vectors and corpus pin."""
+
+    def import_documents(self, documents: Iterable[PortableDocument]) -> int:
+        """Insert exported documents verbatim unless their id is present; an unpinned corpus
+        takes the export's pin, one pinned to another model gets the chunks without vectors.
+        Returns how many documents were added."""
+
+    # -- re-indexing the documents plane (`quipu reindex --corpus`, issue 28) -----------------
+    def doc_corpora(self, tenant_id: str | None) -> list[tuple[ScopeRef, EmbeddingPin]]:
+        """Every corpus (of one tenant, or all) with its pinned model, in order."""
+
+    def doc_servable(self, ref: ScopeRef) -> list[StoredChunk]:
+        """Every active chunk of an active document, with its vector or ``None``."""
+
+    def doc_reindex(
+        self, ref: ScopeRef, pin: EmbeddingPin, vectors: Sequence[tuple[int, Vector]]
+    ) -> int:
+        """Write the chunks' new vectors (by storage key) and pin the corpus to ``pin``, in one
+        transaction; the corpus's generation moves. Returns the vectors written."""

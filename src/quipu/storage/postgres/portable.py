@@ -1,6 +1,7 @@
-"""Sessions and the audit log, whole, for export and import on PostgreSQL (a mixin of
-:class:`PostgresStore`; OPS-2). Imports are verbatim (same sequence numbers and times) and
-skip what is present, so running one twice adds nothing."""
+"""Sessions, the audit log, key/value entries and documents, whole, for export and import on
+PostgreSQL (a mixin of :class:`PostgresStore`; OPS-2, issue 28). Imports are verbatim (same
+sequence numbers, versions and times) and skip what is present, so running one twice adds
+nothing."""
 
 from __future__ import annotations
 
@@ -9,14 +10,20 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from quipu.core.auth import AuditEvent
-from quipu.core.portable import PortableSession
+from quipu.core.kv import KVEntry, dump
+from quipu.core.portable import PortableDocument, PortableSession
 from quipu.core.records import Principal, Role
 from quipu.core.sessions import SessionKey, SessionTurn, Watermark, turn_bytes
 from quipu.storage.admission import admit, admit_turn
+from quipu.storage.decode import decode_rows
 from quipu.storage.postgres.control import insert_audit
+from quipu.storage.postgres.documents import _DOC, _doc_params, _document, _stored
+from quipu.storage.postgres.kv import _COLUMNS as _KV_COLUMNS
+from quipu.storage.postgres.kv import _entry
 from quipu.storage.postgres.rows import utc
 
 _BY_KEY = "tenant_id = %s AND owner = %s AND session_id = %s"
@@ -127,6 +134,139 @@ class PortableTables:
                     insert_audit(conn, event)
                     added += 1
         return added
+
+    # -- the key/value and documents planes (issue 28) -----------------------------------------
+    def export_kv(self, tenant_id: str | None) -> Iterator[KVEntry]:
+        """Every version of every key (erased ones too, wiped), by partition, key and version."""
+        where, params = _tenant(tenant_id)
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_KV_COLUMNS} FROM kv_entries {where}"
+                " ORDER BY tenant_id, scope, owner, key, version",
+                params,
+            ).fetchall()
+        yield from decode_rows(_entry, rows, lambda r: r[3])
+
+    def import_kv(self, entries: Iterable[KVEntry]) -> int:
+        added = 0
+        for entry in entries:
+            admit(entry)
+            with self._tx() as conn:
+                added += conn.execute(
+                    f"INSERT INTO kv_entries ({_KV_COLUMNS}, is_current) VALUES (%s, %s, %s,"
+                    " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    (
+                        entry.tenant_id,
+                        entry.scope.value,
+                        entry.owner,
+                        entry.key,
+                        entry.version,
+                        dump(entry),
+                        entry.status.value,
+                        entry.actor,
+                        entry.surface,
+                        entry.agent_id,
+                        entry.reason,
+                        entry.recorded_at,
+                        entry.ended_at,
+                        entry.ended_at is None,
+                    ),
+                ).rowcount
+        return added
+
+    def export_documents(self, tenant_id: str | None) -> Iterator[PortableDocument]:
+        """Every document (deleted and erased ones too) with its chunks, vectors and corpus."""
+        where, params = _tenant(tenant_id)
+        with self._conn() as conn:
+            found = conn.execute(
+                f"SELECT {_DOC} FROM documents {where}"
+                " ORDER BY tenant_id, scope, owner, document_id",
+                params,
+            ).fetchall()
+        for document in decode_rows(_document, found, lambda r: r[3]):
+            part = (document.tenant_id, document.scope.value, document.owner)
+            with self._conn() as conn:
+                corpus = conn.execute(
+                    "SELECT model_id, dimension FROM doc_corpora WHERE tenant_id = %s"
+                    " AND scope = %s AND owner = %s",
+                    part,
+                ).fetchone()
+                rows = conn.execute(
+                    "SELECT key, document_id, seq, start_at, end_at, text, status, reason,"
+                    " vector FROM doc_chunks WHERE tenant_id = %s AND scope = %s AND owner = %s"
+                    " AND document_id = %s ORDER BY seq",
+                    (*part, document.id),
+                ).fetchall()
+            chunks = decode_rows(_stored, rows, lambda r: r[0])
+            yield PortableDocument(
+                document,
+                tuple(c.chunk for c in chunks),
+                tuple(c.vector for c in chunks),
+                (document.embedding_model, 0) if corpus is None else (corpus[0], int(corpus[1])),
+            )
+
+    def import_documents(self, documents: Iterable[PortableDocument]) -> int:
+        """Write each document unless its id is in its scope already. Into a corpus pinned to
+        another model the chunks come without vectors (not served until `quipu reindex
+        --corpus`); an unpinned corpus takes the export's pin."""
+        added = 0
+        for item in documents:
+            admit(item.document)
+            for chunk in item.chunks:
+                admit(chunk)
+            with self._tx() as conn:
+                added += _import_document(conn, item)
+        return added
+
+
+def _import_document(conn: psycopg.Connection[Any], item: PortableDocument) -> int:
+    d = item.document
+    part = (d.tenant_id, d.scope.value, d.owner)
+    conn.execute(
+        "INSERT INTO doc_corpora (tenant_id, scope, owner, model_id, dimension, generation)"
+        " VALUES (%s, %s, %s, %s, %s, 0) ON CONFLICT DO NOTHING",
+        (*part, *item.corpus),
+    )
+    pinned = conn.execute(
+        "SELECT model_id, dimension FROM doc_corpora WHERE tenant_id = %s AND scope = %s"
+        " AND owner = %s FOR UPDATE",
+        part,
+    ).fetchone()
+    assert pinned is not None
+    if conn.execute(
+        "SELECT 1 FROM documents WHERE tenant_id = %s AND scope = %s AND owner = %s"
+        " AND document_id = %s",
+        (*part, d.id),
+    ).fetchone():
+        return 0
+    keep = (str(pinned[0]), int(pinned[1])) == tuple(item.corpus)
+    conn.execute(
+        "UPDATE doc_corpora SET generation = generation + 1 WHERE tenant_id = %s AND scope = %s"
+        " AND owner = %s",
+        part,
+    )
+    conn.execute(
+        f"INSERT INTO documents ({_DOC}) VALUES ({', '.join(['%s'] * 18)})", _doc_params(d)
+    )
+    conn.cursor().executemany(
+        "INSERT INTO doc_chunks (tenant_id, scope, owner, document_id, seq, start_at, end_at,"
+        " text, status, reason, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        [
+            (
+                *part,
+                d.id,
+                chunk.seq,
+                chunk.start,
+                chunk.end,
+                chunk.text,
+                chunk.status.value,
+                chunk.reason,
+                None if vector is None or not keep else np.asarray(vector, np.float32).tobytes(),
+            )
+            for chunk, vector in zip(item.chunks, item.vectors, strict=True)
+        ],
+    )
+    return 1
 
 
 def _tenant(tenant_id: str | None) -> tuple[str, tuple[Any, ...]]:

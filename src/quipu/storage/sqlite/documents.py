@@ -233,6 +233,62 @@ class DocumentTables:
         )
         return subject_rows(tenant_id, user_id, rows)
 
+    # -- re-indexing a corpus (`quipu reindex --corpus`) ----------------------------------------
+    def doc_corpora(self, tenant_id: str | None) -> list[tuple[ScopeRef, EmbeddingPin]]:
+        """Every corpus (of one tenant, or all) with its pinned model."""
+        where, args = ("", ()) if tenant_id is None else (" WHERE tenant_id = ?", (tenant_id,))
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT tenant_id, scope, owner, model_id, dimension FROM doc_corpora"
+                f"{where} ORDER BY tenant_id, scope, owner",
+                args,
+            )
+            .fetchall()
+        )
+        return [
+            (ScopeRef(r[0], Scope(r[1]), r[2]), EmbeddingPin(str(r[3]), int(r[4]))) for r in rows
+        ]
+
+    def doc_servable(self, ref: ScopeRef) -> list[StoredChunk]:
+        """Every chunk search would serve once embedded (active, of an active document), with
+        its vector or ``None``."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT c.key, c.document_id, c.seq, c.start_at, c.end_at, c.text, c.status,"
+                " c.reason, c.vector FROM doc_chunks c JOIN documents d ON d.tenant_id ="
+                " c.tenant_id AND d.scope = c.scope AND d.owner = c.owner AND d.document_id ="
+                " c.document_id WHERE c.tenant_id = ? AND c.scope = ? AND c.owner = ?"
+                " AND c.status = 'active' AND d.status = 'active' ORDER BY c.key",
+                _part(ref),
+            )
+            .fetchall()
+        )
+        return decode_rows(_stored, rows, lambda r: r[0])
+
+    def doc_reindex(
+        self, ref: ScopeRef, pin: EmbeddingPin, vectors: Sequence[tuple[int, Vector]]
+    ) -> int:
+        """Write each chunk's new vector and pin the corpus to ``pin`` in one transaction (a
+        search never sees two models' vectors in one corpus); the generation moves. The
+        active documents name the new model. Returns the vectors written."""
+        with self._tx() as c:
+            c.executemany(
+                f"UPDATE doc_chunks SET vector = ? WHERE {_PART} AND key = ?",
+                [(np.asarray(v, np.float32).tobytes(), *_part(ref), key) for key, v in vectors],
+            )
+            c.execute(
+                "UPDATE doc_corpora SET model_id = ?, dimension = ?, generation = generation + 1"
+                f" WHERE {_PART}",
+                (pin.model_id, pin.dimension, *_part(ref)),
+            )
+            c.execute(
+                f"UPDATE documents SET embedding_model = ? WHERE {_PART} AND status = 'active'",
+                (pin.model_id, *_part(ref)),
+            )
+        return len(vectors)
+
 
 def _part(ref: ScopeRef) -> tuple[str, str, str]:
     return ref.tenant_id, ref.scope.value, ref.owner

@@ -491,8 +491,37 @@ def migrate(
 
 
 @app.command()
-def reindex(db: Db = None, config: Config = None, as_json: Json = False) -> None:
-    """Embed rows stored without a vector (embedder was down, deferred, or another model)."""
+def reindex(
+    db: Db = None,
+    config: Config = None,
+    as_json: Json = False,
+    corpus: Annotated[
+        bool,
+        typer.Option(
+            "--corpus",
+            help="Re-embed the documents plane: every corpus pinned to another model than the "
+            "current one (and re-pin it), and chunks without a vector.",
+        ),
+    ] = False,
+    every: Annotated[
+        bool, typer.Option("--all", help="With --corpus: re-embed every chunk of every corpus.")
+    ] = False,
+) -> None:
+    """Embed rows stored without a vector (embedder was down, deferred, or another model);
+    with --corpus, re-index the documents plane after a model change (progress on stderr)."""
+    if corpus:
+        from quipu.surfaces.cli.reindex_corpus import reindex_corpus
+
+        report = _run(db, config, lambda s, _st: reindex_corpus(s, every, _progress()))
+        _print(
+            report,
+            as_json,
+            lambda d: console.print(
+                f"re-indexed {d['chunks']} chunks in {d['corpora']} corpora"
+                f" ({d['repinned']} moved to {d['model']})"
+            ),
+        )
+        return
     count = _run(db, config, lambda s, _st: s.embed_pending())
     _print(
         {"embedded": count}, as_json, lambda d: console.print(f"embedded {d['embedded']} memories")

@@ -52,14 +52,23 @@ def documents_scale(
     chunks: Annotated[int, typer.Option("-n", help="Chunks in the corpus.")] = 10_000,
     per_document: Annotated[int, typer.Option(help="Chunks per document (one add each).")] = 500,
     queries: Annotated[int, typer.Option(help="Timed searches.")] = 100,
+    large_chars: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=1_000_000,
+            help="Then add one document of this many characters in one call (0: none).",
+        ),
+    ] = 0,
     database: Annotated[
         str | None,
         typer.Option(help="An empty postgresql:// database instead of a temporary SQLite file."),
     ] = None,
     out: Out = None,
 ) -> None:
-    """Ingest N chunks of generated text as documents into one corpus and time search over it:
-    chunks/s and search p50/p95."""
+    """Ingest N chunks of generated text as documents into one corpus (and, with
+    --large-chars, one large document in one call) and time search over it: chunks/s, search
+    p50/p95 and the machine's load average."""
     from quipu.composition import build_store, load_settings
     from quipu.embeddings.local import LocalEmbedder
     from quipu.evals import documents_bench
@@ -76,6 +85,7 @@ def documents_scale(
                     per_document=per_document,
                     queries=queries,
                     progress=_reporter(status, "chunks", chunks),
+                    large_chars=large_chars,
                 )
         finally:
             store.close()

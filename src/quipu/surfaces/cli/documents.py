@@ -25,7 +25,12 @@ documents = typer.Typer(
 )
 err = Console(stderr=True)
 Scope = Annotated[str, typer.Option(help="agent, user, agent_user or tenant (one scope).")]
-_SUFFIXES = {".md": "text/markdown", ".markdown": "text/markdown", ".html": "text/html"}
+_SUFFIXES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".html": "text/html",
+    ".pdf": "application/pdf",
+}
 
 
 def _run(db: str | None, config: Path | None, action: Callable[[Documents], Any]) -> None:
@@ -51,8 +56,10 @@ def _run(db: str | None, config: Path | None, action: Callable[[Documents], Any]
         runtime.close()
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, kind: str = "text/plain") -> str | bytes:
     try:
+        if kind in ("application/pdf", "pdf"):  # the file's bytes; read as its pages' text
+            return path.read_bytes()
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read {path}: {exc}", code="invalid_file") from None
@@ -60,12 +67,17 @@ def _read(path: Path) -> str:
 
 @documents.command("add")
 def add(
-    file: Annotated[Path, typer.Argument(help="A UTF-8 text, Markdown or HTML file.")],
+    file: Annotated[
+        Path, typer.Argument(help="A UTF-8 text, Markdown or HTML file, or a PDF (pdf extra).")
+    ],
     db: Db = None,
     config: Config = None,
     title: Annotated[str | None, typer.Option(help="Title (default: the file name).")] = None,
     media_type: Annotated[
-        str | None, typer.Option(help="text/plain, text/markdown or text/html (default: suffix).")
+        str | None,
+        typer.Option(
+            help="text/plain, text/markdown, text/html or application/pdf (default: suffix)."
+        ),
     ] = None,
     scope: Scope = "agent",
 ) -> None:
@@ -74,7 +86,7 @@ def add(
     _run(
         db,
         config,
-        lambda p: p.add(_read(file), title=title or file.name, media_type=kind, scope=scope),
+        lambda p: p.add(_read(file, kind), title=title or file.name, media_type=kind, scope=scope),
     )
 
 

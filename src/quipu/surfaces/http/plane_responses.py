@@ -88,3 +88,7 @@ class ReferencedOut(_Open):
 
 class GraduateOut(_Open):
     """The article a memory graduated into and the gate's verdict."""
+
+
+class DocumentJobOut(_Open):
+    """A large document's ingest job: ``status``, chunks ``embedded`` of ``total``, result."""

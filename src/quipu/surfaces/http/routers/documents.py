@@ -11,11 +11,14 @@ from pydantic import Field
 
 from quipu.core.records import Principal
 from quipu.documents import DocumentService
+from quipu.documents_pdf import pdf_bytes, pdf_media
+from quipu.jobs.ingest import DocumentIngest
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.plane_responses import (
     DocumentAddOut,
     DocumentEraseOut,
+    DocumentJobOut,
     DocumentOut,
     DocumentPageOut,
     DocumentTextOut,
@@ -42,7 +45,10 @@ Docs = Annotated[DocumentService, Depends(documents)]
 
 
 class AddBody(Body):
-    content: str = Field(description="The document: plain text, Markdown or HTML.")
+    content: str = Field(
+        description="The document: plain text, Markdown or HTML; for application/pdf the "
+        "file's bytes in base64."
+    )
     title: str = Field(description="A title, at most 500 characters.")
     media_type: str = Field("text/plain", description="text/plain, text/markdown or text/html.")
     scope: str = Field("agent", description="The scope whose corpus takes the document.")
@@ -60,11 +66,32 @@ class DeleteBody(Body):
     reason: str | None = Field(None, description="Why; audited, never in a URL.")
 
 
-@router.post("/documents", response_model=DocumentAddOut, status_code=201, summary="Add a document")
+@router.post(
+    "/documents",
+    response_model=DocumentAddOut,
+    status_code=201,
+    summary="Add a document",
+    responses={202: {"description": "A large document, queued as an ingest_document job"}},
+)
 def add_document(body: AddBody, docs: Docs, who: Who) -> SafeJSONResponse:
+    ingest = DocumentIngest(docs)
+    content: object = body.content
+    if pdf_media(body.media_type):
+        content = pdf_bytes(body.content)
+    if ingest.is_large(content):  # longer than document_job_chars: a durable job
+        queued = ingest.submit(
+            who,
+            content,
+            title=body.title,
+            media_type=body.media_type,
+            scope=body.scope,
+            metadata=body.metadata,
+            reason=body.reason,
+        )
+        return SafeJSONResponse(queued, status_code=202)
     added = docs.add(
         who,
-        body.content,
+        content,
         title=body.title,
         media_type=body.media_type,
         scope=body.scope,
@@ -144,3 +171,12 @@ def erase_document(
     document_id: str, body: EraseBody, docs: Docs, who: Who, scope: ScopeParam = "agent"
 ) -> SafeJSONResponse:
     return SafeJSONResponse(docs.erase(who, document_id, scope=scope, reason=body.reason))
+
+
+@router.get(
+    "/document-jobs/{job_id}",
+    response_model=DocumentJobOut,
+    summary="Follow a large document's ingest job",
+)
+def document_job(job_id: str, docs: Docs, who: Who) -> SafeJSONResponse:
+    return SafeJSONResponse(DocumentIngest(docs).progress(who, job_id))
