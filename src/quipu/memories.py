@@ -32,6 +32,7 @@ from quipu.core.records import (
     Source,
     Status,
     Trust,
+    TurnRef,
     WriteResult,
 )
 from quipu.core.scopes import check_write, resolve_scope
@@ -144,11 +145,13 @@ class MemoryService:
         quote_end: object = None,
         status: object = None,
         defer_embedding: bool = False,
+        turn: TurnRef | None = None,
     ) -> WriteResult:
         """Store a new memory, or report the live exact duplicate (MEM-6).
 
         ``status`` ``candidate`` stores a proposal that only a reviewer activates (LIFE-5);
-        model output is always written so. ``project`` must be registered (SCOPE-6)."""
+        model output is always written so. ``project`` must be registered (SCOPE-6).
+        ``turn``: the session turn a promoted memory came from (provenance, issue 24)."""
         lim = self.limits
         body = validate.text(text, max_bytes=lim.max_text_bytes, instead=LONG_TEXT)
         ref = resolve_scope(principal, scope)
@@ -188,6 +191,7 @@ class MemoryService:
             quote=quote_v,
             quote_start=start,
             quote_end=end,
+            **(turn.provenance() if turn is not None else {}),
         )
         memory = MemoryVersion(
             id=uuid.uuid4().hex,

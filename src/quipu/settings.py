@@ -302,6 +302,12 @@ class Settings(BaseModel):
         "store opens (library, `quipu serve`, `quipu worker`). Empty: leave BLAS's own default "
         "(every core), which made a 10k-row scope scan 28x slower on a busy 2-core machine.",
     )
+    promotion_episodes: bool = Field(
+        True,
+        description="Promotion keeps each user and assistant turn verbatim as `episode` "
+        "memories (unverified, dated with the turn, located by turn and offsets) beside the "
+        "facts it distils; off: facts only.",
+    )
 
     @field_validator("*")
     @classmethod
