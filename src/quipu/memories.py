@@ -150,8 +150,7 @@ class MemoryService:
         """Store a new memory, or report the live exact duplicate (MEM-6).
 
         ``status`` ``candidate`` stores a proposal that only a reviewer activates (LIFE-5);
-        model output is always written so. ``project`` must be registered (SCOPE-6).
-        ``turn``: the session turn a promoted memory came from (provenance, issue 24)."""
+        model output is always written so. ``project`` must be registered (SCOPE-6)."""
         lim = self.limits
         body = validate.text(text, max_bytes=lim.max_text_bytes, instead=LONG_TEXT)
         ref = resolve_scope(principal, scope)
