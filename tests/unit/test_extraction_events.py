@@ -66,3 +66,10 @@ def test_issue24_turn_is_classified_before_rules(content: str, kind: str) -> Non
     assert turn_kind(content) == kind
     if kind != "chat":
         assert _facts(content) == []
+
+
+def test_issue24_won_stays_past_tense() -> None:
+    """A judged fact read "User wons $20 when Rich Strike took the win" (distorted)."""
+    assert _facts("I won $20 when Rich Strike took the win at the Kentucky Derby.") == [
+        "User won $20 when Rich Strike took the win at the Kentucky Derby"
+    ]
