@@ -392,3 +392,44 @@ def run_locomo(
 ) -> dict[str, Any]:
     dialogues = _locomo_dialogues(path, limit)
     return {"benchmark": "locomo", "file": path.name, **_run(dialogues, embedder, progress)}
+
+
+def extraction_capture(path: Path, *, min_confidence: float = 0.5) -> dict[str, Any]:
+    """Evidence captured as a fact by the extractor alone (no store, no embedder: seconds), old
+    rules beside new, on every single-session-user, preference and knowledge-update question
+    of a LongMemEval file: ``fact_from_evidence`` and ``fact_with_answer`` as in the full run,
+    over the answer sessions' candidates at ``min_confidence`` (the promotion gate)."""
+    from quipu.extraction.base import Turn
+
+    out: dict[str, Any] = {}
+    questions = [q for q in load_longmemeval(path) if q.question_type in FACT_TYPES]
+    for name, revision in (("old", 1), ("new", None)):
+        extractor = DeterministicExtractor(revision=revision)
+        rows: dict[str, list[tuple[bool, bool]]] = {}
+        for q in questions:
+            d = _lme_dialogue(q)
+            (question,) = d.questions
+            if not question.evidence:
+                continue
+            facts = []
+            for sid in {s for s, _ in question.evidence}:
+                turns = [Turn(t.role, t.text, t.seq, t.at) for t in d.turns if t.session_id == sid]
+                facts += [
+                    (sid, c)
+                    for c in extractor.run(turns).candidates
+                    if c.confidence >= min_confidence
+                ]
+            hit = [c for sid, c in facts if (sid, c.turn_seq) in question.evidence]
+            answer = terms(question.answer)
+            full = [c for c in hit if answer and len(terms(c.text) & answer) >= len(answer) / 2]
+            rows.setdefault(q.question_type, []).append((bool(hit), bool(full)))
+        rows["all"] = [r for v in list(rows.values()) for r in v]
+        out[name] = {
+            group: {
+                "questions": len(r),
+                "fact_from_evidence": _ratio(x for x, _ in r),
+                "fact_with_answer": _ratio(y for _, y in r),
+            }
+            for group, r in sorted(rows.items())
+        }
+    return out
