@@ -48,6 +48,7 @@ from quipu.composition import build_runtime, load_settings
 from quipu.core.limits import Limits
 from quipu.core.records import Kind, MemoryVersion, Principal, Role, Status
 from quipu.embeddings.base import Embedder
+from quipu.errors import InvalidInput
 from quipu.evals.datasets import LMEQuestion, load_locomo, load_longmemeval
 from quipu.evals.metrics import percentile
 from quipu.evals.promotion import terms
@@ -192,6 +193,7 @@ class _ArmResult:
     facts: int = 0
     episodes: int = 0
     written_facts: list[dict[str, Any]] = field(default_factory=list)
+    refused: int = 0
 
 
 def _all_promoted(rt: Runtime) -> list[MemoryVersion]:
@@ -220,9 +222,12 @@ def _run_arm(
         if arm == "raw":
             for t in dialogue.turns:
                 if t.role == "user" or dialogue.questions[0].group.startswith("category"):
-                    rt.service.remember(
-                        _WHO, t.text, scope=SCOPE, session_id=t.session_id, observed_at=t.at
-                    )
+                    try:
+                        rt.service.remember(
+                            _WHO, t.text, scope=SCOPE, session_id=t.session_id, observed_at=t.at
+                        )
+                    except InvalidInput:
+                        out.refused += 1  # over the memory text bound (16 KB)
         else:
             for t in dialogue.turns:
                 rt.sessions.append(_WHO, t.session_id, t.role, t.text, observed_at=t.at)
@@ -336,7 +341,12 @@ def _report(
                     row["old_superseded"] = _ratio(u[1] for u in upd)
                     row["newer_current_and_old_superseded"] = _ratio(u[0] and u[1] for u in upd)
             per_group[group] = row
-        entry: dict[str, Any] = {"by_group": per_group, "memories": r.memories, "chars": r.chars}
+        entry: dict[str, Any] = {
+            "by_group": per_group,
+            "memories": r.memories,
+            "chars": r.chars,
+            "refused_turns": r.refused,
+        }
         if arm != "raw":
             entry.update(
                 facts=r.facts,
