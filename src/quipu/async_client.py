@@ -344,6 +344,7 @@ class AsyncRemoteSession:
         *,
         metadata: Mapping[str, Any] | None = None,
         expires_at: Instant | None = None,
+        observed_at: Instant | None = None,
     ) -> SessionTurn:
         body = wire.given(locals())
         return await self._client._send(wire.append_turn(self.session_id, body))

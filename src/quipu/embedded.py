@@ -61,6 +61,7 @@ class Session:
         *,
         metadata: Mapping[str, Any] | None = None,
         expires_at: Instant | None = None,
+        observed_at: Instant | None = None,
     ) -> SessionTurn:
         return self._owner.runtime.sessions.append(
             self._owner.principal,
@@ -69,6 +70,7 @@ class Session:
             content,
             metadata=metadata,
             expires_at=expires_at,
+            observed_at=observed_at,
         )
 
     def history(self, *, after: int = 0, limit: int | None = None) -> list[SessionTurn]:

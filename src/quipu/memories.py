@@ -31,6 +31,7 @@ from quipu.core.records import (
     Source,
     Status,
     Trust,
+    TurnRef,
     WriteResult,
 )
 from quipu.core.scopes import check_write, resolve_scope
@@ -144,6 +145,7 @@ class MemoryService:
         quote_end: object = None,
         status: object = None,
         defer_embedding: bool = False,
+        turn: TurnRef | None = None,
     ) -> WriteResult:
         """Store a new memory, or report the live exact duplicate (MEM-6).
 
@@ -188,6 +190,7 @@ class MemoryService:
             quote=quote_v,
             quote_start=start,
             quote_end=end,
+            **(turn.provenance() if turn is not None else {}),
         )
         memory = MemoryVersion(
             id=uuid.uuid4().hex,

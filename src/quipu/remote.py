@@ -84,6 +84,7 @@ class SessionClient(Protocol):
         *,
         metadata: Mapping[str, Any] | None = None,
         expires_at: Instant | None = None,
+        observed_at: Instant | None = None,
     ) -> SessionTurn: ...
 
     def history(self, *, after: int = 0, limit: int | None = None) -> list[SessionTurn]: ...
@@ -559,6 +560,7 @@ class RemoteSession:
         *,
         metadata: Mapping[str, Any] | None = None,
         expires_at: Instant | None = None,
+        observed_at: Instant | None = None,
     ) -> SessionTurn:
         body = wire.given(locals())
         return self._client._send(wire.append_turn(self.session_id, body))

@@ -32,6 +32,8 @@ from quipu.safety import find_secrets, secret_error
 from quipu.storage.base import Store
 
 PROMOTE = "promote_session"
+#: How far ahead of the server clock a turn's ``observed_at`` may be (clock skew).
+FUTURE_SKEW = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,12 @@ class SessionService:
         *,
         metadata: object = None,
         expires_at: object = None,
+        observed_at: object = None,
     ) -> SessionTurn:
+        """Append one turn. ``observed_at``: when it was said (default now), so imported
+        history keeps its dates; promotion dates the turn's memories with it and resolves its
+        relative dates ("yesterday") against it (issue 24). A time more than
+        :data:`FUTURE_SKEW` ahead of the server clock is refused (``invalid_time``)."""
         key = self._key(principal, session_id)
         if role not in ROLES:
             raise InvalidInput(
@@ -102,9 +109,16 @@ class SessionService:
         expires = validate.instant(expires_at, field="expires_at") or now + self.config.ttl
         if expires <= now:
             raise InvalidInput("expires_at must be in the future", code="invalid_time")
+        said = validate.instant(observed_at, field="observed_at") or now
+        if said > now + FUTURE_SKEW:
+            raise InvalidInput(
+                "observed_at must not be in the future",
+                code="invalid_time",
+                details={"field": "observed_at"},
+            )
         self._admit(principal)
         turn = self.store.append_turn(
-            key, principal, str(role), body, meta, now, expires, self.config.bounds
+            key, principal, str(role), body, meta, now, expires, self.config.bounds, said
         )
         self._audit(principal, "session.append", key, {"seq": turn.seq, "role": turn.role})
         return turn

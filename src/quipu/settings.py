@@ -311,6 +311,13 @@ class Settings(BaseModel):
         "checkpoint shows the chunks embedded so far (DOC-1). Shorter ones are added in the call.",
     )
 
+    promotion_episodes: bool = Field(
+        True,
+        description="Promotion keeps each user and assistant turn verbatim as `episode` "
+        "memories (unverified, dated with the turn, located by turn and offsets) beside the "
+        "facts it distils; off: facts only.",
+    )
+
     @field_validator("*")
     @classmethod
     def _plain_text(cls, value: Any) -> Any:

@@ -242,6 +242,9 @@ def turn_from_dict(data: Mapping[str, Any]) -> SessionTurn:
         metadata=dict(data.get("metadata") or {}),
         created_at=datetime.fromisoformat(data["created_at"]),
         expires_at=datetime.fromisoformat(data["expires_at"]),
+        observed_at=datetime.fromisoformat(data["observed_at"])
+        if data.get("observed_at")
+        else None,
     )
 
 

@@ -134,6 +134,13 @@ class Provenance:
     verdict: str | None = None
     """``affirmed`` or ``refuted``: the last judgement, or ``corroborated`` when an independent
     write verified it (:data:`quipu.core.governance.VERDICTS`)."""
+    turn_seq: int | None = None
+    """The session turn a promoted memory came from (its sequence number; issue 24)."""
+    turn_role: str | None = None
+    """That turn's role (``user``, ``assistant``): episodes keep both speakers."""
+    turn_start: int | None = None
+    """An episode's offsets in its turn: ``content[turn_start:turn_end]`` is its text."""
+    turn_end: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -155,6 +162,26 @@ class Provenance:
                 value = datetime.fromisoformat(value)
             values[name] = value
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class TurnRef:
+    """Where in a session a promoted memory came from: the turn's sequence number and role,
+    and optionally the memory's character offsets in it (an episode's verbatim span)."""
+
+    seq: int
+    role: str
+    start: int | None = None
+    end: int | None = None
+
+    def provenance(self) -> dict[str, Any]:
+        """The :class:`Provenance` fields this fills."""
+        return {
+            "turn_seq": self.seq,
+            "turn_role": self.role,
+            "turn_start": self.start,
+            "turn_end": self.end,
+        }
 
 
 @dataclass(frozen=True)

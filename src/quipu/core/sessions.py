@@ -93,6 +93,13 @@ class SessionTurn:
     metadata: dict[str, Any]
     created_at: datetime
     expires_at: datetime
+    observed_at: datetime | None = None
+    """When the turn was said (the caller's time, issue 24); ``None`` reads as ``created_at``."""
+
+    @property
+    def said_at(self) -> datetime:
+        """The turn's real time: ``observed_at`` when the caller gave one, else ``created_at``."""
+        return self.observed_at or self.created_at
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +110,7 @@ class SessionTurn:
             "metadata": self.metadata,
             "created_at": self.created_at.isoformat(),
             "expires_at": self.expires_at.isoformat(),
+            "observed_at": self.said_at.isoformat(),
         }
 
 

@@ -42,6 +42,7 @@ from quipu.core.records import Kind
 from quipu.extraction.base import Candidate, ExtractionResult, Extractor, Turn
 from quipu.extraction.classify import classify
 from quipu.extraction.dates import TRANSIENT, resolve_relative_dates
+from quipu.extraction.events import event_finding, lead_time_moved, turn_kind
 from quipu.extraction.people import remember_people, resolve_pronoun
 from quipu.extraction.rules import context_for_we
 from quipu.extraction.segment import Span, clauses, sentences
@@ -51,7 +52,10 @@ from quipu.safety import find_secrets, looks_like_injection
 __all__ = ["EXTRACTOR_ID", "VERSION", "DeterministicExtractor"]
 
 EXTRACTOR_ID = "deterministic"
-VERSION = "1.1"
+VERSION = "1.2"
+#: The rules' revision: 2 adds issue 24's rules (past events, amounts, durations, purchases,
+#: facts inside requests and questions, turn classification).
+REVISION = 2
 _MAX_TURN_CHARS = 100_000
 _MIN_CONFIDENCE = 0.05
 
@@ -192,6 +196,13 @@ class DeterministicExtractor(Extractor):
     extractor_id = EXTRACTOR_ID
     version = VERSION
 
+    def __init__(self, *, revision: int | None = None) -> None:
+        """``revision``: the rules of an earlier revision (1: before issue 24), kept so the
+        promotion eval measures the old rules beside the new in one run; default the latest."""
+        self.revision = REVISION if revision is None else revision
+        if self.revision != REVISION:
+            self.version = f"{VERSION}-r{self.revision}"
+
     def run(self, turns: Sequence[Turn], *, allowed_ids: Collection[str] = ()) -> ExtractionResult:
         del allowed_ids  # rules never link memories
         dropped: Counter[str] = Counter()
@@ -228,11 +239,21 @@ class DeterministicExtractor(Extractor):
         people: dict[str, str],
     ) -> None:
         state = _TurnState(people=people)
+        if self.revision >= 2:  # classify the turn first: facts come from the user's own words
+            kind = turn_kind(turn.content)
+            if kind != "chat":
+                dropped[f"turn_{kind}"] += 1
+                return
         for sentence in sentences(turn.content):
+            parts = clauses(turn.content, sentence)
             if sentence.question:
                 dropped["question"] += 1
-                continue
-            for clause in clauses(turn.content, sentence):
+                if self.revision < 2:
+                    continue
+                # "I have a 3-year-old son, what toys would you suggest?": the statement
+                # before the question is a fact; the question itself is not.
+                parts = parts[:-1]
+            for clause in parts:
                 self._clause(turn, clause, state, emitted, dropped, household)
         if state.retracted is not None:
             emitted.append(state.retracted)
@@ -275,7 +296,12 @@ class DeterministicExtractor(Extractor):
             lowered = body[:1].lower() + body[1:]
             body = ("I'm " if _SUBJECTLESS_BE.match(lowered) else "I ") + lowered
         we_as = context_for_we(body) or household
+        if self.revision >= 2:
+            body = lead_time_moved(body) or body
         findings, old_value = _classify_with_contrast(body, we_as)
+        if not findings and self.revision >= 2:
+            event = event_finding(body, canonical(body), we_as=we_as)
+            findings = [] if event is None else [event]
         if not findings:
             if _FIRST_PERSON.search(body):
                 dropped["no_rule"] += 1

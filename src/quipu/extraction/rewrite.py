@@ -122,6 +122,7 @@ IRREGULAR_PAST = frozenset(
         "drew",
         "broke",
         "spent",
+        "won",
         "rose",
         "drove",
         "bought",

@@ -41,6 +41,7 @@ def build_worker(
             max_candidates=settings.promotion_max_candidates,
             scope=settings.promotion_scope,
             budget_per_hour=settings.model_budget_per_hour,
+            episodes=settings.promotion_episodes,
         ),
     )
     window = timedelta(seconds=settings.sweep_window_seconds)

@@ -23,6 +23,7 @@ Hardened by issue 20:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,7 +31,16 @@ from typing import Any
 
 from quipu.core.jobs import Job
 from quipu.core.query import Filters
-from quipu.core.records import MemoryVersion, Principal, Role, ScopeRef, Source, Status
+from quipu.core.records import (
+    Kind,
+    MemoryVersion,
+    Principal,
+    Role,
+    ScopeRef,
+    Source,
+    Status,
+    TurnRef,
+)
 from quipu.core.scopes import resolve_scope
 from quipu.core.sessions import (
     FAILED,
@@ -41,17 +51,19 @@ from quipu.core.sessions import (
     SessionKey,
     SessionTurn,
     Watermark,
-    session_fingerprint,
 )
 from quipu.core.text import content_hash, fold
 from quipu.errors import LimitExceeded, QuipuError
 from quipu.extraction.base import ExtractionResult, Extractor, Turn
+from quipu.jobs.episodes import Episode, PrefetchedEmbedder, episodes_of, promotion_key
 from quipu.jobs.queue import Lease, LeaseLost
 from quipu.jobs.worker import Retryable
 from quipu.memories import MemoryService
 from quipu.safety import scrub_secrets
 from quipu.sessions import promotion_job
 
+#: The kinds a near-duplicate supersede may replace: every kind but ``episode``.
+_FACT_KINDS = frozenset(k for k in Kind if k is not Kind.EPISODE)
 #: Cosine similarity at which a new promoted memory replaces an earlier promoted one.
 NEAR_DUPLICATE = 0.90
 SUPERSEDE_REASON = "promotion: newer statement of the same fact"
@@ -64,6 +76,8 @@ class PromotionConfig:
     scope: str = "agent_user"
     max_turns: int = 2000
     budget_per_hour: int = 0
+    episodes: bool = True
+    """Write each user and assistant turn verbatim as ``episode`` memories (issue 24)."""
 
 
 def promotion_scope(configured: str, principal: Principal) -> str:
@@ -101,7 +115,8 @@ class Promoter:
         job = lease.job
         key = SessionKey(job.tenant_id, job.payload["owner"], job.payload["session_id"])
         turns = self.store.session_turns(key, 0, self.config.max_turns, self._clock())
-        fingerprint = session_fingerprint(turns)
+        extractor = f"{self.extractor.extractor_id}@{self.extractor.version}"
+        fingerprint = promotion_key(turns, extractor, self.config.episodes)
         last_seq = turns[-1].seq if turns else 0
         try:
             status, outcome = self._promote(lease, key, turns, fingerprint)
@@ -138,7 +153,8 @@ class Promoter:
             window = self._clock().replace(minute=0, second=0, microsecond=0)
             if not self.store.reserve_budget(key.tenant_id, window, self.config.budget_per_hour):
                 return OVER_BUDGET, {"outcome": OVER_BUDGET, "turns": len(turns)}
-        result = self.extractor.run([Turn(t.role, t.content, t.seq, t.created_at) for t in turns])
+        # A turn's relative dates resolve against when it was said (issue 24), not append time.
+        result = self.extractor.run([Turn(t.role, t.content, t.seq, t.said_at) for t in turns])
         if result.failure is not None:
             if result.failure.retryable:
                 raise Retryable(
@@ -155,12 +171,20 @@ class Promoter:
             grants=frozenset(p.get("grants", [])),
             surface="promotion",
         )
-        counts = self._write(principal, key, result, lease)
+        counts = self._write(principal, key, result, lease, turns)
         return PROMOTED, {"outcome": PROMOTED, "turns": len(turns), **counts}
 
     def _write(
-        self, principal: Principal, key: SessionKey, result: ExtractionResult, lease: Lease
+        self,
+        principal: Principal,
+        key: SessionKey,
+        result: ExtractionResult,
+        lease: Lease,
+        turns: list[SessionTurn],
     ) -> dict[str, int]:
+        """Write the surviving candidates, then the session's episodes. A memory's
+        ``observed_at`` is its turn's time (MEM-2); its provenance names the turn."""
+        said = {t.seq: t for t in turns}
         counts = {
             "candidates": len(result.candidates),
             "created": 0,
@@ -171,6 +195,7 @@ class Promoter:
             "over_cap": 0,
             "dropped_quota": 0,
             "rejected": 0,
+            "episodes": 0,
             **{f"extractor_{k}": v for k, v in result.dropped.items()},
         }
         kept = [c for c in result.candidates if c.confidence >= self.config.min_confidence]
@@ -179,6 +204,11 @@ class Promoter:
         counts["over_cap"] = max(0, len(kept) - self.config.max_candidates)
         scope = promotion_scope(self.config.scope, principal)
         ref = resolve_scope(principal, scope)
+        episodes = episodes_of(turns) if self.config.episodes else []
+        memory = self._prefetched(
+            [c.supersedes_hint or c.text for c in kept] + [c.text for c in kept]
+            + [e.text for e in episodes]
+        )  # fmt: skip
         counts["superseded"] += self._finish_pending(principal, ref, key, lease)
         # A model's output waits for a reviewer as a candidate; it never activates itself
         # (LIFE-5). Deterministic extraction is written active, unverified (CONSOL-3).
@@ -196,15 +226,16 @@ class Promoter:
                 continue
             previous = None
             if status is None:  # a candidate changes nothing live until a reviewer activates it
-                previous = self._near_promoted(ref, candidate.supersedes_hint or text)
+                previous = self._near_promoted(memory, ref, candidate.supersedes_hint or text)
             if previous is not None:
                 # Recorded before the write: a crash between the write and the supersede
                 # leaves the re-run enough to finish it (_finish_pending).
                 lease.heartbeat(
                     {"written": counts["created"], "pending": {"previous": previous, "text": text}}
                 )
+            source_turn = said.get(candidate.turn_seq)
             try:
-                written = self.memory.remember(
+                written = memory.remember(
                     principal,
                     text,
                     scope=scope,
@@ -218,7 +249,10 @@ class Promoter:
                     status=status,
                     model=f"{result.extractor_id}@{result.version}",
                     prompt_version=result.prompt_version,
-                    observed_at=None,
+                    observed_at=None if source_turn is None else source_turn.said_at,
+                    turn=None
+                    if source_turn is None
+                    else TurnRef(source_turn.seq, source_turn.role),
                 )
             except QuipuError as exc:
                 if _transient(exc):
@@ -240,7 +274,67 @@ class Promoter:
                     counts["superseded"] += 1
             if previous is not None or written.created:
                 lease.heartbeat({"written": counts["created"]})
+        self._write_episodes(memory, principal, scope, ref, key, episodes, lease, counts)
         return counts
+
+    def _write_episodes(
+        self,
+        memory: MemoryService,
+        principal: Principal,
+        scope: str,
+        ref: ScopeRef,
+        key: SessionKey,
+        episodes: list[Episode],
+        lease: Lease,
+        counts: dict[str, int],
+    ) -> None:
+        """Keep the session's words: each episode written once per session (a re-run skips
+        what this session already wrote, in any status), active and unverified, never
+        superseding anything (issue 24, CONSOL-3)."""
+        for n, episode in enumerate(episodes):
+            text, _ = scrub_secrets(episode.text)
+            if self._promoted_before(ref, key.session_id, text) is not None:
+                counts["duplicates"] += 1
+                continue
+            exact = text == episode.text  # a scrubbed span no longer locates the turn's words
+            try:
+                written = memory.remember(
+                    principal,
+                    text,
+                    scope=scope,
+                    kind=Kind.EPISODE.value,
+                    confidence=1.0,
+                    source=Source.PROMOTED.value,
+                    session_id=key.session_id,
+                    observed_at=episode.said_at,
+                    turn=TurnRef(
+                        episode.turn_seq,
+                        episode.role,
+                        episode.start if exact else None,
+                        episode.end if exact else None,
+                    ),
+                )
+            except QuipuError as exc:
+                if _transient(exc):
+                    raise
+                counts["dropped_quota" if isinstance(exc, LimitExceeded) else "rejected"] += 1
+                continue
+            if written.created:
+                counts["created"] += 1  # every memory written; ``episodes`` of them verbatim
+                counts["episodes"] += 1
+            else:
+                counts["duplicates"] += 1
+            if n % 25 == 24:
+                lease.heartbeat({"written": counts["created"], "episodes": counts["episodes"]})
+
+    def _prefetched(self, texts: list[str]) -> MemoryService:
+        """The memory service with the run's texts embedded in one batch (one model call per
+        promotion, not one per memory)."""
+        if self.memory.embedder is None or not texts:
+            return self.memory
+        view = copy.copy(self.memory)
+        view.embedder = PrefetchedEmbedder(self.memory.embedder, texts)
+        return view
 
     def _finish_pending(
         self, principal: Principal, ref: ScopeRef, key: SessionKey, lease: Lease
@@ -279,13 +373,18 @@ class Promoter:
                 return row
         return None
 
-    def _near_promoted(self, ref: ScopeRef, text: str) -> str | None:
-        """The id of an active *promoted* memory nearly equal to ``text`` (never explicit)."""
-        embedder = self.memory.embedder
+    def _near_promoted(self, memory: MemoryService, ref: ScopeRef, text: str) -> str | None:
+        """The id of an active *promoted* memory nearly equal to ``text`` (never explicit, never
+        an episode: episodes are the immutable record of what was said)."""
+        embedder = memory.embedder
         if embedder is None:
             return None
         vector = embedder.embed_batch([text])[0]
-        flt = Filters(statuses=frozenset({Status.ACTIVE}), sources=frozenset({Source.PROMOTED}))
+        flt = Filters(
+            statuses=frozenset({Status.ACTIVE}),
+            sources=frozenset({Source.PROMOTED}),
+            kinds=_FACT_KINDS,
+        )
         found, _ = self.store.vector_candidates(ref, vector, flt, 1)
         if not found or found[0].score < NEAR_DUPLICATE:
             return None

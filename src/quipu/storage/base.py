@@ -243,6 +243,7 @@ class Store(Protocol):
         created_at: datetime,
         expires_at: datetime,
         bounds: SessionBounds,
+        observed_at: datetime | None = None,
     ) -> SessionTurn:
         """Append with the next sequence number of that session (total, deterministic order),
         and record ``writer`` as the session's last writer (a sweep promotion acts as it).

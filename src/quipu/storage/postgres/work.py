@@ -58,21 +58,24 @@ class WorkTables:
         created_at: datetime,
         expires_at: datetime,
         bounds: SessionBounds,
+        observed_at: datetime | None = None,
     ) -> SessionTurn:
         admit_turn(content, metadata)
         meta = json.dumps(metadata, sort_keys=True)
         try:
             seq = self._append_turn(
-                key, writer, role, content, meta, created_at, expires_at, bounds
+                key, writer, role, content, meta, created_at, expires_at, bounds, observed_at
             )
         except LimitExceeded:
             # A bound is reached: the subject's expired turns may still count; prune, try once.
             if not self._prune_owner(key.tenant_id, key.owner, created_at, None):
                 raise
             seq = self._append_turn(
-                key, writer, role, content, meta, created_at, expires_at, bounds
+                key, writer, role, content, meta, created_at, expires_at, bounds, observed_at
             )
-        return SessionTurn(key.session_id, seq, role, content, metadata, created_at, expires_at)
+        return SessionTurn(
+            key.session_id, seq, role, content, metadata, created_at, expires_at, observed_at
+        )
 
     def _append_turn(
         self,
@@ -84,6 +87,7 @@ class WorkTables:
         created_at: datetime,
         expires_at: datetime,
         bounds: SessionBounds,
+        observed_at: datetime | None = None,
     ) -> int:
         ident = (key.tenant_id, key.owner, key.session_id)
         size = turn_bytes(content, meta)
@@ -114,8 +118,9 @@ class WorkTables:
             )
             conn.execute(
                 "INSERT INTO session_turns (tenant_id, owner, session_id, seq, role, content,"
-                " metadata, created_at, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (*ident, seq, role, content, meta, created_at, expires_at),
+                " metadata, created_at, expires_at, observed_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (*ident, seq, role, content, meta, created_at, expires_at, observed_at),
             )
             conn.execute(
                 "INSERT INTO sessions AS s (tenant_id, owner, session_id, turns, bytes, key_id,"
@@ -139,13 +144,15 @@ class WorkTables:
     ) -> list[SessionTurn]:
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT seq, role, content, metadata, created_at, expires_at FROM session_turns"
-                " WHERE tenant_id = %s AND owner = %s AND session_id = %s AND seq > %s"
+                "SELECT seq, role, content, metadata, created_at, expires_at, observed_at"
+                " FROM session_turns WHERE tenant_id = %s AND owner = %s AND session_id = %s"
+                " AND seq > %s"
                 " AND expires_at > %s ORDER BY seq LIMIT %s",
                 (key.tenant_id, key.owner, key.session_id, after_seq, now, limit),
             ).fetchall()
         return [
-            SessionTurn(key.session_id, r[0], r[1], r[2], r[3], utc(r[4]), utc(r[5])) for r in rows
+            SessionTurn(key.session_id, r[0], r[1], r[2], r[3], utc(r[4]), utc(r[5]), utc_opt(r[6]))
+            for r in rows
         ]
 
     def prune_turns(self, now: datetime, limit: int) -> int:

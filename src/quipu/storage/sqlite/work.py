@@ -61,21 +61,24 @@ class WorkTables:
         created_at: datetime,
         expires_at: datetime,
         bounds: SessionBounds,
+        observed_at: datetime | None = None,
     ) -> SessionTurn:
         admit_turn(content, metadata)
         meta = json.dumps(metadata, sort_keys=True)
         try:
             seq = self._append_turn(
-                key, writer, role, content, meta, created_at, expires_at, bounds
+                key, writer, role, content, meta, created_at, expires_at, bounds, observed_at
             )
         except LimitExceeded:
             # A bound is reached: the subject's expired turns may still count; prune, try once.
             if not self._prune_owner(key, created_at):
                 raise
             seq = self._append_turn(
-                key, writer, role, content, meta, created_at, expires_at, bounds
+                key, writer, role, content, meta, created_at, expires_at, bounds, observed_at
             )
-        return SessionTurn(key.session_id, seq, role, content, metadata, created_at, expires_at)
+        return SessionTurn(
+            key.session_id, seq, role, content, metadata, created_at, expires_at, observed_at
+        )
 
     def _append_turn(
         self,
@@ -87,6 +90,7 @@ class WorkTables:
         created_at: datetime,
         expires_at: datetime,
         bounds: SessionBounds,
+        observed_at: datetime | None = None,
     ) -> int:
         ident = (key.tenant_id, key.owner, key.session_id)
         size = turn_bytes(content, meta)
@@ -113,8 +117,18 @@ class WorkTables:
             )
             c.execute(
                 "INSERT INTO session_turns (tenant_id, owner, session_id, seq, role, content,"
-                " metadata, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*ident, seq, role, content, meta, to_micros(created_at), to_micros(expires_at)),
+                " metadata, created_at, expires_at, observed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    *ident,
+                    seq,
+                    role,
+                    content,
+                    meta,
+                    to_micros(created_at),
+                    to_micros(expires_at),
+                    None if observed_at is None else to_micros(observed_at),
+                ),
             )
             c.execute(
                 "INSERT INTO sessions (tenant_id, owner, session_id, turns, bytes, key_id, role,"
@@ -136,8 +150,8 @@ class WorkTables:
         self, key: SessionKey, after_seq: int, limit: int, now: datetime
     ) -> list[SessionTurn]:
         rows = self._reader().execute(
-            "SELECT seq, role, content, metadata, created_at, expires_at FROM session_turns"
-            " WHERE tenant_id = ? AND owner = ? AND session_id = ? AND seq > ?"
+            "SELECT seq, role, content, metadata, created_at, expires_at, observed_at"
+            " FROM session_turns WHERE tenant_id = ? AND owner = ? AND session_id = ? AND seq > ?"
             " AND expires_at > ? ORDER BY seq LIMIT ?",
             (key.tenant_id, key.owner, key.session_id, after_seq, to_micros(now), limit),
         )
@@ -150,6 +164,7 @@ class WorkTables:
                 json.loads(r[3]),
                 from_micros(r[4]),
                 from_micros(r[5]),
+                from_micros_opt(r[6]),
             )
             for r in rows
         ]

@@ -164,8 +164,27 @@ def promotion(
         bool, typer.Option("--errors", help="List misses and false positives.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    longmemeval: Annotated[
+        Path | None,
+        typer.Option(
+            help="Instead: promote a LongMemEval file's sessions and report what promotion "
+            "kept (raw turns, old and new promotion in one run; JSON; issue 24)."
+        ),
+    ] = None,
+    locomo: Annotated[
+        Path | None,
+        typer.Option(help="Instead: the same on a LoCoMo file (JSON; issue 24)."),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(min=1, help="With --longmemeval/--locomo: the first N questions/dialogues."),
+    ] = None,
 ) -> None:
-    """Precision, recall and F1 of an extractor on the labelled promotion sessions (EVAL-2)."""
+    """Precision, recall and F1 of an extractor on the labelled promotion sessions (EVAL-2);
+    with --longmemeval or --locomo, what promotion keeps of public dialogues (issue 24)."""
+    if longmemeval is not None or locomo is not None:
+        _public_promotion(longmemeval, locomo, limit)
+        return
     from quipu.evals.promotion import SPLITS, evaluate, load_promotion_dataset
     from quipu.extraction import ModelExtractor
 
@@ -365,3 +384,18 @@ def retrieval(
         text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
         json_out.write_text(text + "\n", encoding="utf-8")
         console.print(f"wrote {json_out}")
+
+
+def _public_promotion(longmemeval: Path | None, locomo: Path | None, limit: int | None) -> None:
+    """`quipu eval promotion --longmemeval/--locomo`: JSON on stdout, progress on stderr."""
+    from quipu.embeddings.local import LocalEmbedder
+    from quipu.evals.promotion_public import run_locomo, run_longmemeval
+
+    embedder = LocalEmbedder()
+    log = Console(stderr=True).log
+    out: dict[str, Any] = {}
+    if longmemeval is not None:
+        out["longmemeval"] = run_longmemeval(longmemeval, embedder, limit=limit, progress=log)
+    if locomo is not None:
+        out["locomo"] = run_locomo(locomo, embedder, limit=limit, progress=log)
+    print(json.dumps(out, ensure_ascii=False, indent=2))

@@ -105,6 +105,7 @@ class TurnOut(Answer):
     metadata: dict[str, Any]
     created_at: str
     expires_at: str
+    observed_at: str | None = None
 
 
 class TurnsOut(Answer):

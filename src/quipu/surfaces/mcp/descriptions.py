@@ -136,3 +136,7 @@ ROLE = "Who spoke: user, assistant, system, tool, or fact (a note you want in th
 CONTENT = "What was said (at most 100 KB)."
 AFTER = "Only turns with a sequence number greater than this (default 0: all)."
 METADATA_SHORT = "A small JSON object stored with the turn."
+TURN_OBSERVED_AT = (
+    "When the turn was said, ISO-8601 (default now); imported history keeps its dates and "
+    "promotion dates the turn's memories with it."
+)

@@ -467,11 +467,12 @@ def _session_tools(
         content: Annotated[str, Field(description=d.CONTENT)],
         ctx: Context,
         metadata: Annotated[dict[str, Any] | None, Field(description=d.METADATA_SHORT)] = None,
+        observed_at: Annotated[str | None, Field(description=d.TURN_OBSERVED_AT)] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
             lambda who: sessions.append(
-                who, session_id, role, content, metadata=metadata
+                who, session_id, role, content, metadata=metadata, observed_at=observed_at
             ).to_dict(),
         )
 

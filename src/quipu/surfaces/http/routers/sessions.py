@@ -40,6 +40,7 @@ class TurnBody(Body):
     content: str
     metadata: dict[str, Any] | None = None
     expires_at: datetime | None = None
+    observed_at: datetime | None = None
 
 
 @router.post(
@@ -56,6 +57,7 @@ def append_turn(session_id: str, body: TurnBody, rt: Rt, who: Who) -> SafeJSONRe
         body.content,
         metadata=body.metadata,
         expires_at=body.expires_at,
+        observed_at=body.observed_at,
     )
     where = f"{wire_session(session_id)}/turns?after={turn.seq - 1}"
     return SafeJSONResponse(turn.to_dict(), status_code=201, headers={"Location": where})
