@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from quipu.consolidation.index import IndexService
 from quipu.governance import GovernanceService
 from quipu.jobs.queue import JobQueue
 from quipu.jobs.worker import Worker
@@ -23,6 +24,8 @@ class Runtime:
     queue: JobQueue
     worker: Worker
     governance: GovernanceService
+    index: IndexService | None = None
+    """The compiled memory index (CONSOL-1, API-3 ``index_get``)."""
 
     def close(self) -> None:
         self.worker.stop()

@@ -19,6 +19,7 @@ from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.kv import KVChange, KVEntry
+from quipu.core.memory_index import MemoryIndex
 from quipu.core.portable import PortableSession
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
@@ -554,3 +555,34 @@ class Store(Protocol):
         self, tenant_id: str, memory_id: str, article_id: str, at: datetime, re_scoped: bool
     ) -> bool:
         """Stamp the memory's one graduation; False when it had graduated already."""
+
+    # -- the compiled memory index (issue 24, CONSOL-1, CONSOL-2, CONSOL-5) -------------------
+    def index_put(self, index: MemoryIndex) -> MemoryIndex:
+        """Store the next version of a scope's index in one transaction with
+        :func:`quipu.core.memory_index.check_next` (409 ``version_conflict`` when another
+        rewrite won, 409 ``index_entry_dropped`` when it drops an active entry)."""
+
+    def index_get(self, ref: ScopeRef, version: int | None) -> MemoryIndex | None:
+        """The scope's current index (``version`` None) or that version of it."""
+
+    def index_history(self, ref: ScopeRef, before: int | None, limit: int) -> list[MemoryIndex]:
+        """Versions of the scope's index below ``before``, newest first."""
+
+    def index_changed_scopes(
+        self, tenant_id: str, after: datetime | None, until: datetime, limit: int
+    ) -> list[tuple[ScopeRef, datetime]]:
+        """The tenant's scopes with a memory version recorded in (after, until], each with
+        its newest such time, oldest first."""
+
+    def index_due(self, tenant_id: str, built_before: datetime, limit: int) -> list[ScopeRef]:
+        """The tenant's scopes whose current index was built before ``built_before``."""
+
+    def index_sweep_mark(self, tenant_id: str) -> datetime | None: ...
+
+    def index_set_sweep_mark(self, tenant_id: str, at: datetime) -> None:
+        """Move the tenant's consolidation sweep mark forward (never back)."""
+
+    def index_last_recalled(
+        self, tenant_id: str, memory_ids: Sequence[str]
+    ) -> dict[str, datetime]:
+        """When each memory was last in a recall's hits (its newest usage event)."""
