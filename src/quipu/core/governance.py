@@ -243,9 +243,22 @@ def corroboration(
     """The change that makes ``existing`` verified because ``by`` wrote it again (CONSOL-3), or
     None. Only an independent source corroborates: an explicit (verified) write of the same
     text by another key of another agent than the one the unverified row came from (a
-    promotion, an extractor) — the same agent saying it again is not a second source."""
+    promotion, an extractor) — the same agent saying it again is not a second source — or
+    the same statement extracted again from a second session."""
     source = existing.provenance
-    if existing.trust is not Trust.UNVERIFIED or written.trust is not Trust.VERIFIED:
+    if existing.trust is not Trust.UNVERIFIED:
+        return None
+    again = written.provenance.session_id
+    if written.trust is Trust.UNVERIFIED and again and source.session_id not in (None, again):
+        # Said again in a second session (issue 24, CONSOL-3): independent of the first.
+        return Change(
+            actor=by.key_id,
+            relation=Relation.JUDGES,
+            reason="corroborated by a second session",
+            trust=Trust.VERIFIED,
+            provenance=replace(source, judged_by=by.key_id, judged_at=now, verdict=CORROBORATED),
+        )
+    if written.trust is not Trust.VERIFIED:
         return None
     if by.key_id == source.key_id or (by.agent_id is not None and by.agent_id == source.agent_id):
         return None

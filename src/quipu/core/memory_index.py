@@ -87,6 +87,8 @@ class IndexEntry:
         text = " ".join(self.text.split())
         if self.fate is not None:
             why = self.fate if self.note is None else f"{self.fate}: {self.note}"
+            if text == f"({self.fate})":
+                return f"{self.date} [{self.tag}] ({why}) ({self.link})"
             return f"{self.date} [{self.tag}]{label} {text} ({why}) ({self.link})"
         return f"{self.date} [{self.tag}]{label} {text} ({self.link})"
 
