@@ -261,6 +261,7 @@ def build_runtime(
 ) -> Runtime:
     """Sessions, the durable queue and a worker with the promotion, sweep and prune handlers."""
     from quipu.consolidation.index import IndexService
+    from quipu.harvest import Harvester
     from quipu.jobs import handlers
 
     extractor = extractor or build_extractor(settings)
@@ -287,7 +288,8 @@ def build_runtime(
         expiry_days=settings.index_expiry_days,
     )
     worker = handlers.build_worker(settings, service, queue, extractor, governance, index)
-    return Runtime(service, sessions, queue, worker, governance, index)
+    harvest = Harvester(service, extractor, capacity=settings.harvest_queue_size)
+    return Runtime(service, sessions, queue, worker, governance, index, harvest)
 
 
 def serve_settings(settings: Settings) -> Settings:

@@ -19,6 +19,7 @@ import psycopg
 from quipu.core.memory_index import MemoryIndex, check_next, dump_body, load_index
 from quipu.core.records import Scope, ScopeRef
 from quipu.storage.decode import decode_rows, loads
+from quipu.storage.timecodec import from_micros
 
 _COLUMNS = "tenant_id, scope, owner, version, built_at, source_mark, reason, body"
 _PARTITION = "tenant_id = %s AND scope = %s AND owner = %s"
@@ -126,7 +127,7 @@ class IndexTables:
                 " AND memory_id = ANY(%s) GROUP BY memory_id",
                 (tenant_id, ids),
             ).fetchall()
-        return {r[0]: r[1] for r in rows}
+        return {r[0]: from_micros(int(r[1])) for r in rows}  # usage_events.at is micros
 
 
 def _part(ref: ScopeRef) -> tuple[str, str, str]:

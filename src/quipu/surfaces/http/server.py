@@ -66,6 +66,7 @@ def build_server(
             allowed_hosts=LOOPBACK_HOSTS,
             sessions=runtime.sessions,
             governance=runtime.governance,
+            index=runtime.index,
         )
         return app, runtime
     service.limiter = SharedRateLimiter(
@@ -86,6 +87,7 @@ def build_server(
         lambda token: access.authenticate(token, surface="mcp"),
         sessions=runtime.sessions,
         governance=runtime.governance,
+        index=runtime.index,
     )
     app.mount(CONSOLE_PATH, create_console(runtime, access))  # the operator console (OPS-4)
     return app, runtime

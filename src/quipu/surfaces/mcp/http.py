@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from quipu.consolidation.index import IndexService
 from quipu.core.records import Principal
 from quipu.errors import QuipuError, Unauthorized
 from quipu.governance import GovernanceService
@@ -163,6 +164,7 @@ def mount_mcp(
     allowed_hosts: Sequence[str] | None = None,
     sessions: SessionService | None = None,
     governance: GovernanceService | None = None,
+    index: IndexService | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> MCPServer:
     """Serve the MCP tools at ``path`` of ``app``, each request authenticated by ``authenticate``.
@@ -173,7 +175,11 @@ def mount_mcp(
     (413); in the HTTP app the app-wide limit applies first.
     """
     server = create_mcp_server(
-        service, principal_from_request, sessions=sessions, governance=governance
+        service,
+        principal_from_request,
+        sessions=sessions,
+        governance=governance,
+        index=index,
     )
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if allowed_hosts is not None:
