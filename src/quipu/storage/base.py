@@ -582,7 +582,5 @@ class Store(Protocol):
     def index_set_sweep_mark(self, tenant_id: str, at: datetime) -> None:
         """Move the tenant's consolidation sweep mark forward (never back)."""
 
-    def index_last_recalled(
-        self, tenant_id: str, memory_ids: Sequence[str]
-    ) -> dict[str, datetime]:
+    def index_last_recalled(self, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, datetime]:
         """When each memory was last in a recall's hits (its newest usage event)."""

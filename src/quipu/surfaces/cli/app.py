@@ -228,6 +228,7 @@ def mcp_(db: Db = None, config: Config = None) -> None:
         sessions=runtime.sessions,
         governance=runtime.governance,
         index=runtime.index,
+        harvest=runtime.harvest,
     )
     if settings.worker_embedded:
         runtime.worker.start()

@@ -33,6 +33,7 @@ from quipu.consolidation.index import IndexService
 from quipu.core.records import Principal
 from quipu.errors import QuipuError, Unauthorized
 from quipu.governance import GovernanceService
+from quipu.harvest import Harvester
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
 from quipu.surfaces.http.errors import envelope, error_response
@@ -165,6 +166,7 @@ def mount_mcp(
     sessions: SessionService | None = None,
     governance: GovernanceService | None = None,
     index: IndexService | None = None,
+    harvest: Harvester | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> MCPServer:
     """Serve the MCP tools at ``path`` of ``app``, each request authenticated by ``authenticate``.
@@ -180,6 +182,7 @@ def mount_mcp(
         sessions=sessions,
         governance=governance,
         index=index,
+        harvest=harvest,
     )
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if allowed_hosts is not None:

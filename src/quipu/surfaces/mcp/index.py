@@ -13,8 +13,9 @@ from pydantic import Field
 from quipu.consolidation.index import IndexService
 from quipu.core.records import Principal
 from quipu.errors import QuipuError
+from quipu.harvest import MAX_SPANS, Harvester
 
-INDEX_TOOL_NAMES = ("index_get",)
+INDEX_TOOL_NAMES = ("index_get", "memory_harvest")
 #: The resource template an MCP client reads the index through.
 INDEX_RESOURCE = "quipu://index/{scope}"
 
@@ -34,13 +35,25 @@ SCOPE = (
 )
 
 
+HARVEST = f"""\
+Hand over context you are about to lose (a compaction cut, a recap, a stateful step) so the
+facts in it are kept as memories of ONE scope (`scope`, default `agent`). `spans`: the evicted
+pieces in order, as strings (your user's words) or {{role, content}} objects, 1 to {MAX_SPANS}.
+Answers at once; extraction runs later over the whole batch, so "she" in a later span still
+means the person an earlier span named. `accepted: false` means the batch was dropped (the
+reason says why, e.g. queue_full): carry on, nothing failed."""
+BoundaryName = Literal["compaction", "recap", "stateful"]
+
+
 def index_tools(
     server: MCPServer,
     index: IndexService,
     call: Call,
     principal_for: Callable[[Context], Principal],
+    harvest: Harvester | None = None,
 ) -> None:
-    """Register ``index_get`` and the ``quipu://index/{scope}`` resource on ``server``."""
+    """Register ``index_get``, the ``quipu://index/{scope}`` resource and, with a harvester,
+    ``memory_harvest`` on ``server``."""
     reader = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(name="index_get", title="Memory index", description=INDEX_GET, annotations=reader)
@@ -63,6 +76,38 @@ def index_tools(
             return index.get(principal_for(ctx), scope=scope).text
         except QuipuError as exc:
             raise ValueError(f"{exc.code}: {exc.message}") from None
+
+    if harvest is None:
+        return
+    writer = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    @server.tool(
+        name="memory_harvest",
+        title="Harvest evicted context",
+        description=HARVEST,
+        annotations=writer,
+    )
+    def memory_harvest(
+        spans: Annotated[
+            list[str | dict[str, str]],
+            Field(
+                description="The evicted spans, oldest first.", min_length=1, max_length=MAX_SPANS
+            ),
+        ],
+        ctx: Context,
+        boundary: Annotated[BoundaryName, Field(description="Where the context was cut.")] = (
+            "compaction"
+        ),
+        scope: Annotated[ScopeName, Field(description=SCOPE)] = "agent",
+        session_id: Annotated[str | None, Field(description="The conversation's id.")] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx,
+            lambda who: harvest.harvest(
+                who, spans, boundary=boundary, scope=scope, session_id=session_id
+            ).to_dict(),
+            None,
+        )
 
 
 def _text(data: dict[str, Any]) -> str:

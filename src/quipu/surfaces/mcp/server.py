@@ -31,6 +31,7 @@ from quipu.documents import DocumentService
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.fanout import recall_across
 from quipu.governance import GovernanceService
+from quipu.harvest import Harvester
 from quipu.jobs.visibility import job_handle
 from quipu.knowledge import KnowledgeService
 from quipu.kv import KeyValueService
@@ -163,6 +164,7 @@ def create_mcp_server(
     sessions: SessionService | None = None,
     governance: GovernanceService | None = None,
     index: IndexService | None = None,
+    harvest: Harvester | None = None,
 ) -> MCPServer:
     """An MCP server exposing the memory tools; run it over stdio or mount it over HTTP.
     ``index`` (the runtime's, with its cache) serves ``index_get`` and its resource."""
@@ -445,7 +447,7 @@ def create_mcp_server(
         # the full runtime's server also has the knowledge plane (issue 25)
         knowledge_tools(server, MergedRecall(KnowledgeService(service)), call)
         # the compiled memory index (issue 24, API-3): a tool and a resource
-        index_tools(server, index or IndexService(service), call, principal_for_request)
+        index_tools(server, index or IndexService(service), call, principal_for_request, harvest)
     return server
 
 

@@ -5,19 +5,22 @@ framed as data, served from a TTL cache; when the store cannot be reached it ans
 an empty index flagged ``degraded`` (a turn without memory, never a failed turn). The kept
 versions are read through ``/v1/index/history``, ``/v1/index/versions/{n}`` and
 ``/v1/index/diff``; ``POST /v1/index/rebuild`` compiles the index now (the sweep does it on its
-own after a write)."""
+own after a write). ``POST /v1/harvest`` takes the spans a caller's context window is about to
+lose and answers 202 at once (HARVEST-1)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from quipu.consolidation.index import IndexService
 from quipu.core.records import Principal
+from quipu.harvest import Harvester
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
+from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["index"])
 Who = Annotated[Principal, Depends(principal)]
@@ -108,3 +111,53 @@ def index_diff(
 )
 def index_rebuild(index: Index, who: Who, scope: ScopeParam = "agent") -> SafeJSONResponse:
     return SafeJSONResponse(index.rebuild(who, scope=scope).to_dict())
+
+
+class HarvestBody(Body):
+    spans: list[Any] = Field(
+        description="The evicted spans, in order: strings (user turns) or {role, content} "
+        "objects; 1 to 64 spans of at most 32,000 characters."
+    )
+    boundary: str = Field(
+        "compaction", description="Where the context was cut: compaction, recap or stateful."
+    )
+    session_id: str | None = Field(None, description="The conversation the spans came from.")
+
+
+class HarvestOut(_Open):
+    """``batch_id``, ``accepted`` (false: dropped, see ``reason``: ``queue_full``), ``spans``,
+    ``boundary``."""
+
+
+async def harvester(request: Request) -> Harvester:
+    """The runtime's harvest queue, or one built on first use (no runtime: the app's service
+    with the deterministic extractor). Async: it does no I/O."""
+    runtime = getattr(request.app.state, "runtime", None)
+    if runtime is not None and runtime.harvest is not None:
+        found: Harvester = runtime.harvest
+        return found
+    built: Harvester | None = getattr(request.app.state, "harvest", None)
+    if built is None:
+        from quipu.extraction.deterministic import DeterministicExtractor
+
+        built = Harvester(request.app.state.service, DeterministicExtractor())
+        request.app.state.harvest = built
+    return built
+
+
+Harvest = Annotated[Harvester, Depends(harvester)]
+
+
+@router.post(
+    "/harvest",
+    response_model=HarvestOut,
+    status_code=202,
+    summary="Hand over context spans about to be evicted (extracted later, whole batch)",
+)
+def harvest(
+    body: HarvestBody, harvest: Harvest, who: Who, scope: ScopeParam = "agent"
+) -> SafeJSONResponse:
+    receipt = harvest.harvest(
+        who, body.spans, boundary=body.boundary, scope=scope, session_id=body.session_id
+    )
+    return SafeJSONResponse(receipt.to_dict(), status_code=202)
