@@ -66,18 +66,6 @@ def test_consol_3_second_session_corroborates(service: MemoryService, alice: Pri
     assert judged is not None and judged.provenance.verdict == "corroborated"
 
 
-def test_consol_1_at_most_100_lines_overflow_archived(
-    service: MemoryService, alice: Principal
-) -> None:
-    for i in range(110):
-        service.remember(alice, f"Fact number {i} about the project's module m{i}.")
-    built = _index(service).rebuild(alice)
-    assert len(built.active) == MAX_LINES - 2
-    assert {e.fate for e in built.archive} == {"over_capacity"}
-    assert len(built.active) + len(built.archive) == 110
-    assert len(built.lines()) == MAX_LINES
-
-
 def test_consol_2_rewrite_dropping_active_entry_refused(
     service: MemoryService, alice: Principal
 ) -> None:
@@ -225,8 +213,6 @@ def test_consol_2_validator_is_pure(service: MemoryService, alice: Principal) ->
     """The store refuses a first version that lists one memory twice."""
     service.remember(alice, "User is left-handed.")
     built = _index(service).rebuild(alice)
-    twice = MemoryIndex(
-        built.ref, 2, built.built_at, None, (built.active[0], built.active[0]), ()
-    )
+    twice = MemoryIndex(built.ref, 2, built.built_at, None, (built.active[0], built.active[0]), ())
     with pytest.raises(IndexEntryDropped):
         service.store.index_put(twice)
