@@ -96,7 +96,9 @@ def test_consol_1_tags_follow_source_and_role() -> None:
     assert mi.tag_of(_memory(1, source=Source.PROMOTED, metadata={"role": "assistant"})) == (
         "assistant-said"
     )
-    assert mi.tag_of(_memory(1, source=Source.HARVESTED)) == "harvested"
+    harvested = _memory(1, source=Source.HARVESTED, metadata={"role": "tool"})
+    assert mi.tag_of(harvested) == "tool-derived"
+    assert mi.tag_of(_memory(1, source=Source.HARVESTED)) == "user-said"
 
 
 def test_consol_5_expiring_only_unverified_unrecalled_and_old_enough() -> None:

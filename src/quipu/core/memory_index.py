@@ -161,15 +161,15 @@ class MemoryIndex:
 
 
 def tag_of(memory: MemoryVersion) -> str:
-    """The provenance tag of a memory: who said it, as latch-memory names it."""
+    """The provenance tag of a memory, as latch-memory names them: ``user-requested`` for an
+    explicit write, else who said it in the turn or span it came from (``user-said``,
+    ``assistant-said``, ``tool-derived``); ``graduated`` and ``imported`` for those sources."""
     if memory.source is Source.EXPLICIT:
         return "user-requested"
     if memory.source is Source.GRADUATED:
         return "graduated"
     if memory.source is Source.IMPORTED:
         return "imported"
-    if memory.source is Source.HARVESTED:
-        return "harvested"
     role = memory.metadata.get("role")
     if role in ("tool", "function"):
         return "tool-derived"
@@ -245,7 +245,7 @@ def compile_entries(
     )
     room = max(0, max_lines - _FRAME_LINES)
     chosen = ranked[:room]
-    chosen.sort(key=lambda m: (m.observed_at or m.valid_at, m.id), reverse=True)
+    chosen.sort(key=lambda m: (m.observed_at or m.valid_at, m.recorded_at, m.id), reverse=True)
     active = tuple(entry_of(m, labels[m.id]) for m in chosen)
     shown = {e.memory_id for e in active}
     archived: list[IndexEntry] = [
