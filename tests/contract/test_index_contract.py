@@ -15,7 +15,7 @@ from quipu.consolidation.index import IndexService
 from quipu.consolidation.jobs import CONSOLIDATE_INDEX, SWEEP_INDEXES, IndexJobs
 from quipu.core.knowledge import UsageEvent
 from quipu.core.memory_index import MAX_LINES, IndexEntryDropped, MemoryIndex
-from quipu.core.records import Principal, Status
+from quipu.core.records import Principal, Role, Status
 from quipu.core.scopes import resolve_scope
 from quipu.errors import Conflict, InvalidInput, NotFound
 from quipu.jobs.queue import JobQueue
@@ -216,3 +216,29 @@ def test_consol_2_validator_is_pure(service: MemoryService, alice: Principal) ->
     twice = MemoryIndex(built.ref, 2, built.built_at, None, (built.active[0], built.active[0]), ())
     with pytest.raises(IndexEntryDropped):
         service.store.index_put(twice)
+
+
+def test_consol_2_erasure_removes_the_text_from_every_kept_version(
+    service: MemoryService, alice: Principal
+) -> None:
+    """LIFE-4 with issue 24: erasing a memory rewrites the index versions that quoted it."""
+    from quipu.governance import GovernanceService
+    from quipu.jobs.queue import JobQueue
+
+    index = _index(service)
+    secret = service.remember(alice, "User's passport number is kept in the blue drawer.").memory
+    service.remember(alice, "User likes tea.")
+    index.rebuild(alice)
+    admin = dataclasses.replace(alice, role=Role.ADMIN)
+    erased = GovernanceService(service, JobQueue(service.store)).erase(
+        admin, secret.id, reason="user asked"
+    )
+    assert erased.report.counts["memory_index_versions"] == 1
+    ref = resolve_scope(alice, "agent")
+    first = service.store.index_get(ref, 1)
+    assert first is not None
+    kept = {e.memory_id: e.text for e in first.active}
+    assert kept[secret.id] == "(erased)" and kept[next(i for i in kept if i != secret.id)]
+    second = index.rebuild(alice)
+    assert [(e.fate, e.text) for e in second.archive] == [("erased", "(erased)")]
+    assert "blue drawer" not in "\n".join(second.lines())

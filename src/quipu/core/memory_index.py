@@ -399,3 +399,21 @@ def check_next(previous: MemoryIndex | None, index: MemoryIndex) -> None:
             details={"expected": expected, "got": index.version},
         )
     validate_rewrite(previous, index.active, index.archive)
+
+
+def redacted_body(body: Mapping[str, Any], memory_ids: frozenset[str]) -> dict[str, Any] | None:
+    """A stored version's body with the text of ``memory_ids``' entries replaced by
+    ``(erased)`` (LIFE-4: an erased memory's words leave every kept version too); None when
+    no entry names one of them."""
+    changed = False
+    out: dict[str, Any] = dict(body)
+    for part in ("active", "archive"):
+        entries = []
+        for entry in body.get(part, ()):
+            if entry.get("memory_id") in memory_ids and entry.get("text") != "(erased)":
+                entries.append({**entry, "text": "(erased)", "note": None})
+                changed = True
+            else:
+                entries.append(entry)
+        out[part] = entries
+    return out if changed else None

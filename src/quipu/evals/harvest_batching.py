@@ -70,7 +70,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / float(1 << n)
     return min(1.0, 2 * tail)
 
 

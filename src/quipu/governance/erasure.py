@@ -71,6 +71,9 @@ class Erasing(GovernanceBase):
         )
         if not report.families:
             raise already_erased(ident)
+        redacted = self.store.index_redact(principal.tenant_id, [ident])  # issue 24
+        if redacted:
+            report.add("memory_index_versions", redacted)
         self.guard.audit(principal, "memory.erase", (ident,), reason=why, details=report.to_dict())
         tomb = self.store.get(ref, ident)
         assert tomb is not None
@@ -144,6 +147,9 @@ class Erasing(GovernanceBase):
                     ids = self.store.subject_families(job.tenant_id, user, FAMILY_BATCH)
                     part = self.store.erase_families(job.tenant_id, ids, erasure)
                     done = len(part.families)
+                    redacted = self.store.index_redact(job.tenant_id, part.families)
+                    if redacted:  # the compiled index keeps no erased words (issue 24)
+                        part.add("memory_index_versions", redacted)
                 else:
                     part = self.store.erase_subject_sessions(
                         job.tenant_id, user, erasure, TURN_BATCH

@@ -584,3 +584,7 @@ class Store(Protocol):
 
     def index_last_recalled(self, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, datetime]:
         """When each memory was last in a recall's hits (its newest usage event)."""
+
+    def index_redact(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        """Replace the text of these memories in every kept index version of the tenant with
+        ``(erased)`` (LIFE-4); how many versions changed."""

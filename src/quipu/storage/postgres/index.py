@@ -9,6 +9,7 @@ serialised step across processes; the primary key (tenant, scope, owner, version
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -16,7 +17,13 @@ from typing import Any
 
 import psycopg
 
-from quipu.core.memory_index import MemoryIndex, check_next, dump_body, load_index
+from quipu.core.memory_index import (
+    MemoryIndex,
+    check_next,
+    dump_body,
+    load_index,
+    redacted_body,
+)
 from quipu.core.records import Scope, ScopeRef
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.timecodec import from_micros
@@ -116,6 +123,31 @@ class IndexTables:
                 " SET swept_to = greatest(index_sweep_marks.swept_to, excluded.swept_to)",
                 (tenant_id, at),
             )
+
+    def index_redact(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        ids = frozenset(memory_ids)
+        if not ids:
+            return 0
+        changed = 0
+        with self._tx() as conn:
+            for memory_id in sorted(ids):
+                rows = conn.execute(
+                    "SELECT scope, owner, version, body FROM memory_index_versions"
+                    " WHERE tenant_id = %s AND body LIKE %s",
+                    (tenant_id, f'%"memory_id": "{memory_id}"%'),
+                ).fetchall()
+                for r in rows:
+                    body = redacted_body(loads(r[3]), ids)
+                    if body is None:
+                        continue
+                    conn.execute(
+                        f"UPDATE memory_index_versions SET body = %s WHERE {_PARTITION}"
+                        " AND version = %s",
+                        (json.dumps(body, ensure_ascii=False, sort_keys=True), tenant_id,
+                         r[0], r[1], r[2]),
+                    )  # fmt: skip
+                    changed += 1
+        return changed
 
     def index_last_recalled(self, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, datetime]:
         ids = list(dict.fromkeys(memory_ids))

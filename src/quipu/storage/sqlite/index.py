@@ -7,12 +7,19 @@ and inserting it happen under the one writer, so two builders cannot both win.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 
-from quipu.core.memory_index import MemoryIndex, check_next, dump_body, load_index
+from quipu.core.memory_index import (
+    MemoryIndex,
+    check_next,
+    dump_body,
+    load_index,
+    redacted_body,
+)
 from quipu.core.records import Scope, ScopeRef
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros, to_micros_opt
@@ -121,6 +128,31 @@ class IndexTables:
                 (tenant_id, to_micros(at)),
             )
 
+    def index_redact(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        ids = frozenset(memory_ids)
+        if not ids:
+            return 0
+        changed = 0
+        with self._tx() as c:
+            for memory_id in sorted(ids):
+                rows = c.execute(
+                    "SELECT scope, owner, version, body FROM memory_index_versions"
+                    " WHERE tenant_id = ? AND body LIKE ?",
+                    (tenant_id, _like(memory_id)),
+                ).fetchall()
+                for r in rows:
+                    body = redacted_body(loads(r["body"]), ids)
+                    if body is None:
+                        continue
+                    c.execute(
+                        f"UPDATE memory_index_versions SET body = ? WHERE {_PARTITION}"
+                        " AND version = ?",
+                        (json.dumps(body, ensure_ascii=False, sort_keys=True), tenant_id,
+                         r["scope"], r["owner"], r["version"]),
+                    )  # fmt: skip
+                    changed += 1
+        return changed
+
     def index_last_recalled(self, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, datetime]:
         out: dict[str, datetime] = {}
         ids = list(dict.fromkeys(memory_ids))
@@ -138,6 +170,12 @@ class IndexTables:
             ):
                 out[r[0]] = from_micros(r[1])
         return out
+
+
+def _like(memory_id: str) -> str:
+    """The LIKE pattern of a memory id as :func:`dump_body` writes it (ids hold no % or _
+    wildcard that matters: ``core.validate.ID_PATTERN``; an extra match is only re-read)."""
+    return f'%"memory_id": "{memory_id}"%'
 
 
 def _part(ref: ScopeRef) -> tuple[str, str, str]:
