@@ -511,7 +511,11 @@ class Quipu:
         return self._index.history(self.principal, scope=scope, before=before, limit=limit)
 
     def index_diff(
-        self, from_version: int, to_version: int, *, scope: str = "agent"
+        self,
+        from_version: int | None = None,
+        to_version: int | None = None,
+        *,
+        scope: str = "agent",
     ) -> dict[str, Any]:
         return self._index.diff(self.principal, from_version, to_version, scope=scope)
 

@@ -40,7 +40,11 @@ class IndexCalls:
         return self._send(wi.index_history({"scope": scope, "before": before, "limit": limit}))
 
     def index_diff(
-        self, from_version: int, to_version: int, *, scope: str = "agent"
+        self,
+        from_version: int | None = None,
+        to_version: int | None = None,
+        *,
+        scope: str = "agent",
     ) -> dict[str, Any]:
         params = {"scope": scope, "from_version": from_version, "to_version": to_version}
         return self._send(wi.index_diff(params))
@@ -82,7 +86,11 @@ class AsyncIndexCalls:
         return await self._send(wi.index_history(params))
 
     async def index_diff(
-        self, from_version: int, to_version: int, *, scope: str = "agent"
+        self,
+        from_version: int | None = None,
+        to_version: int | None = None,
+        *,
+        scope: str = "agent",
     ) -> dict[str, Any]:
         params = {"scope": scope, "from_version": from_version, "to_version": to_version}
         return await self._send(wi.index_diff(params))

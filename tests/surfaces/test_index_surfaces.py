@@ -88,6 +88,8 @@ def test_api_3_http_index_get_history_diff(world: World) -> None:
     r = world.call("a", "GET", "/v1/index/diff", params={"from_version": 1, "to_version": 2})
     assert [a["text"] for a in r.json()["added"]] == ["User's bike is blue."]
     assert world.call("a", "GET", "/v1/index/versions/1").json()["version"] == 1
+    latest = world.call("a", "GET", "/v1/index/diff").json()  # the last two by default
+    assert (latest["from_version"], latest["to_version"]) == (1, 2)
     # another agent's index is its own; its versions read as missing
     assert world.call("b", "GET", "/v1/index").json()["version"] == 0
     r = world.call("b", "GET", "/v1/index/versions/1")
@@ -102,7 +104,8 @@ def test_api_3_http_index_get_history_diff(world: World) -> None:
         ("GET", "/v1/index/versions/0", None, None, 422),
         ("GET", "/v1/index", {"scope": "galaxy"}, None, 422),
         ("GET", "/v1/index", {"scope": "tenant\x00"}, None, 422),
-        ("GET", "/v1/index/diff", {"from_version": 1}, None, 422),
+        ("GET", "/v1/index/diff", {"from_version": 0}, None, 422),
+        ("GET", "/v1/index/diff", {"to_version": "x"}, None, 422),
         ("POST", "/v1/harvest", None, {"spans": []}, 422),
         ("POST", "/v1/harvest", None, {"spans": ["ok"], "boundary": "cut"}, 422),
         ("POST", "/v1/harvest", None, {"spans": ["ok"], "tenant_id": "u"}, 422),

@@ -182,12 +182,21 @@ class IndexService:
     def diff(
         self,
         principal: Principal,
-        from_version: object,
-        to_version: object,
+        from_version: object = None,
+        to_version: object = None,
         *,
         scope: str = "agent",
     ) -> dict[str, Any]:
-        """What changed between two kept versions of the scope's index (CONSOL-2)."""
+        """What changed between two kept versions of the scope's index (CONSOL-2); by default
+        the current version against the one before it."""
+        if to_version is None:
+            current = self.store.index_get(resolve_scope(principal, scope), None)
+            if current is None:
+                raise NotFound("this scope has no index yet", details={"version": 0})
+            to_version = current.version
+        if from_version is None:
+            number = validate.bounded_int(to_version, field="to_version", low=1, high=2**31)
+            from_version = max(1, number - 1)
         older = self.version(principal, from_version, scope=scope)
         newer = self.version(principal, to_version, scope=scope)
         return mi.diff(older, newer)

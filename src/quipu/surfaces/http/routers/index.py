@@ -99,8 +99,8 @@ def index_version(
 def index_diff(
     index: Index,
     who: Who,
-    from_version: Annotated[int, Query(ge=1, le=2**31)],
-    to_version: Annotated[int, Query(ge=1, le=2**31)],
+    from_version: Annotated[int | None, Query(ge=1, le=2**31)] = None,
+    to_version: Annotated[int | None, Query(ge=1, le=2**31)] = None,
     scope: ScopeParam = "agent",
 ) -> SafeJSONResponse:
     return SafeJSONResponse(index.diff(who, from_version, to_version, scope=scope))
