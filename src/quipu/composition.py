@@ -260,6 +260,8 @@ def build_runtime(
     extractor: Extractor | None = None,
 ) -> Runtime:
     """Sessions, the durable queue and a worker with the promotion, sweep and prune handlers."""
+    from quipu.consolidation.index import IndexService
+    from quipu.harvest import Harvester
     from quipu.jobs import handlers
 
     extractor = extractor or build_extractor(settings)
@@ -280,8 +282,14 @@ def build_runtime(
     governance = GovernanceService(service, queue)
     if service.usage is None:  # recall hits as usage events, off the request path (RECALL-6)
         service.usage = UsageRecorder(service.store, service.embedder)
-    worker = handlers.build_worker(settings, service, queue, extractor, governance)
-    return Runtime(service, sessions, queue, worker, governance)
+    index = IndexService(
+        service,
+        cache_seconds=settings.index_cache_seconds,
+        expiry_days=settings.index_expiry_days,
+    )
+    worker = handlers.build_worker(settings, service, queue, extractor, governance, index)
+    harvest = Harvester(service, extractor, capacity=settings.harvest_queue_size)
+    return Runtime(service, sessions, queue, worker, governance, index, harvest)
 
 
 def serve_settings(settings: Settings) -> Settings:

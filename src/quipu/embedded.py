@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from quipu.composition import build_runtime, build_service, load_settings, local_principal
+from quipu.consolidation.index import IndexService, IndexView
 from quipu.core import validate
 from quipu.core.auth import AuditEvent
 from quipu.core.governance import Hold, Project, Snapshot, SubjectInfo
@@ -29,6 +30,7 @@ from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.fanout import recall_across
 from quipu.governance import Erased, GovernanceService, Resolved
+from quipu.harvest import Receipt
 from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.knowledge import KnowledgeResult, KnowledgeService
 from quipu.kv import KeyValues, KeyValueService
@@ -499,6 +501,52 @@ class Quipu:
         return Graduation(self.merged.knowledge).graduate(
             self.principal, memory_id, re_scope=re_scope
         )
+
+    # -- the compiled memory index and harvest (issue 24) ------------------------------------
+    def index_get(self, *, scope: str = "agent") -> IndexView:
+        """The scope's compiled memory index, framed as data (CONSOL-1, API-3); an empty one
+        flagged ``degraded`` when the store cannot be read, never an error."""
+        return self._index.get(self.principal, scope=scope)
+
+    def index_history(
+        self, *, scope: str = "agent", before: int | None = None, limit: int | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        return self._index.history(self.principal, scope=scope, before=before, limit=limit)
+
+    def index_diff(
+        self,
+        from_version: int | None = None,
+        to_version: int | None = None,
+        *,
+        scope: str = "agent",
+    ) -> dict[str, Any]:
+        return self._index.diff(self.principal, from_version, to_version, scope=scope)
+
+    def index_rebuild(self, *, scope: str = "agent") -> dict[str, Any]:
+        """Compile the scope's index now (the worker's sweep does it after writes)."""
+        return self._index.rebuild(self.principal, scope=scope).to_dict()
+
+    def harvest(
+        self,
+        spans: Sequence[str | dict[str, str]],
+        *,
+        boundary: str = "compaction",
+        scope: str = "agent",
+        session_id: str | None = None,
+    ) -> Receipt:
+        """Hand over spans about to leave the context window (HARVEST-1); answers at once,
+        extraction runs on a background thread over the whole batch."""
+        assert self.runtime.harvest is not None
+        return self.runtime.harvest.harvest(
+            self.principal, list(spans), boundary=boundary, scope=scope, session_id=session_id
+        )
+
+    @property
+    def _index(self) -> IndexService:
+        found = self.runtime.index
+        if found is None:
+            found = self.runtime.index = IndexService(self.service)
+        return found
 
     def close(self) -> None:
         self.documents.service.close()

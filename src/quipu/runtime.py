@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from quipu.consolidation.index import IndexService
 from quipu.governance import GovernanceService
+from quipu.harvest import Harvester
 from quipu.jobs.queue import JobQueue
 from quipu.jobs.worker import Worker
 from quipu.memories import MemoryService
@@ -23,8 +25,14 @@ class Runtime:
     queue: JobQueue
     worker: Worker
     governance: GovernanceService
+    index: IndexService | None = None
+    """The compiled memory index (CONSOL-1, API-3 ``index_get``)."""
+    harvest: Harvester | None = None
+    """The harvest queue of evicted context spans (HARVEST-1)."""
 
     def close(self) -> None:
         self.worker.stop()
+        if self.harvest is not None:
+            self.harvest.close()
         self.service.close()
         self.service.store.close()

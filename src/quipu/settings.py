@@ -318,6 +318,35 @@ class Settings(BaseModel):
         "facts it distils; off: facts only.",
     )
 
+    index_debounce_seconds: int = Field(
+        30,
+        ge=0,
+        le=86_400,
+        description="The compiled memory index of a scope is rebuilt by the consolidation sweep "
+        "once the scope has been quiet this long after a write (CONSOL-1).",
+    )
+    index_cache_seconds: float = Field(
+        30.0,
+        ge=0,
+        le=3_600,
+        description="How long `index_get` serves a scope's rendered index from memory before "
+        "reading the store again (0: no cache).",
+    )
+    index_expiry_days: int = Field(
+        30,
+        ge=1,
+        le=3_650,
+        description="Unverified index entries not recalled for this many days expire: their "
+        "memory moves to `expired` (a status change, never a delete; CONSOL-5).",
+    )
+    harvest_queue_size: int = Field(
+        64,
+        ge=1,
+        le=10_000,
+        description="Harvest batches waiting for extraction; a batch offered to a full queue is "
+        "dropped and counted (HARVEST-1).",
+    )
+
     @field_validator("*")
     @classmethod
     def _plain_text(cls, value: Any) -> Any:

@@ -81,6 +81,9 @@ class Erasing(GovernanceBase):
         if not report.families:
             raise already_erased(ident)
         report.merge(derived)
+        redacted = self.store.index_redact(principal.tenant_id, [ident])  # issue 24
+        if redacted:
+            report.add("memory_index_versions", redacted)
         self.guard.audit(principal, "memory.erase", (ident,), reason=why, details=report.to_dict())
         tomb = self.store.get(ref, ident)
         assert tomb is not None
@@ -158,6 +161,9 @@ class Erasing(GovernanceBase):
                     part = self.store.erase_families(job.tenant_id, ids, erasure)
                     part.merge(derived)
                     done = len(part.families)
+                    redacted = self.store.index_redact(job.tenant_id, part.families)
+                    if redacted:  # the compiled index keeps no erased words (issue 24)
+                        part.add("memory_index_versions", redacted)
                 elif stage in ("kv", "documents"):
                     part = self._erase_plane(stage, job.tenant_id, user, erasure)
                     done = part.counts.get("kv_keys" if stage == "kv" else "documents", 0)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from quipu.consolidation.index import IndexService
+from quipu.consolidation.jobs import CONSOLIDATE_INDEX, SWEEP_INDEXES, IndexJobs
 from quipu.documents import DocumentService
 from quipu.extraction.base import Extractor
 from quipu.governance import ERASE_SUBJECT, GovernanceService
@@ -31,8 +33,10 @@ def build_worker(
     queue: JobQueue,
     extractor: Extractor,
     governance: GovernanceService | None = None,
+    index: IndexService | None = None,
 ) -> Worker:
-    """The worker of every job kind; ``governance`` adds subject erasure (LIFE-4)."""
+    """The worker of every job kind; ``governance`` adds subject erasure (LIFE-4), ``index``
+    the memory index's sweep and rebuilds (CONSOL-1, CONSOL-5)."""
     promoter = Promoter(
         service.for_jobs(),
         extractor,
@@ -84,11 +88,21 @@ def build_worker(
     if service.embedder is not None:  # large documents (DOC-1): embedded by this worker
         handlers[INGEST_DOCUMENT] = DocumentIngest(DocumentService(service.for_jobs())).run
     interval = timedelta(seconds=settings.sweep_interval_seconds)
-    periodic = (
+    periodic: tuple[Periodic, ...] = (
         Periodic(SWEEP, interval),
         Periodic(PRUNE, interval),
         Periodic(EMBED, interval),
         Periodic(MAINTAIN, interval),
         Periodic(GRADUATE, interval),
     )
+    if index is not None:
+        jobs = IndexJobs(
+            index,
+            queue,
+            debounce=timedelta(seconds=settings.index_debounce_seconds),
+            tenants=(settings.local_tenant,),
+        )
+        handlers[SWEEP_INDEXES] = jobs.sweep
+        handlers[CONSOLIDATE_INDEX] = jobs.consolidate
+        periodic += (Periodic(SWEEP_INDEXES, interval),)
     return Worker(queue, handlers, periodic=periodic)

@@ -19,13 +19,12 @@ from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.kv import KVChange, KVEntry
-from quipu.core.portable import PortableDocument, PortableSession
+from quipu.core.portable import PortableSession
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.sessions import (
     IdleSession,
     SessionBounds,
-    SessionInfo,
     SessionKey,
     SessionTurn,
     Watermark,
@@ -566,71 +565,4 @@ class Store(Protocol):
     ) -> bool:
         """Stamp the memory's one graduation; False when it had graduated already."""
 
-    # -- what the operator console reads of sessions (OPS-4) ---------------------------------
-    def list_sessions(
-        self, tenant_id: str, agent: str | None, user: str | None, limit: int
-    ) -> list[SessionInfo]:
-        """The tenant's sessions whose subject has agent part ``agent`` and user part ``user``
-        (``None``: any), the most recently written first (sessions whose turns are all
-        pruned last)."""
 
-    def session_jobs(
-        self, tenant_id: str, kind: str, idempotency_key: str, limit: int
-    ) -> list[Job]:
-        """The tenant's jobs of ``kind`` under ``idempotency_key``, newest first."""
-
-    def session_memories(
-        self, refs: Sequence[ScopeRef], session_id: str, limit: int
-    ) -> list[MemoryVersion]:
-        """The current versions (any status) of memories written in session ``session_id``
-        in the partitions ``refs``, in write order."""
-
-    def knowledge_by_memory(
-        self, tenant_id: str, memory_ids: Sequence[str]
-    ) -> list[ArticleVersion]:
-        """The current version of each article not yet erased that was derived (graduated)
-        from one of ``memory_ids``, by id: what an erase of those memories must reach."""
-
-    def usage_erase(self, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, int]:
-        """Delete the usage rows (events, counter and graduation stamp) of ``memory_ids``;
-        rows deleted per table."""
-
-    def kv_subject_keys(
-        self, tenant_id: str, user_id: str, limit: int
-    ) -> list[tuple[ScopeRef, str]]:
-        """Up to ``limit`` keys (with their partition) not yet erased in ``user_id``'s
-        ``user`` and ``agent_user`` partitions: a subject erasure's next batch."""
-
-    def doc_subject_ids(
-        self, tenant_id: str, user_id: str, limit: int
-    ) -> list[tuple[ScopeRef, str]]:
-        """Up to ``limit`` documents (with their partition) not yet erased in ``user_id``'s
-        ``user`` and ``agent_user`` partitions: a subject erasure's next batch."""
-
-    # -- export and import of the key/value and documents planes (OPS-2, issue 28) -----------
-    def export_kv(self, tenant_id: str | None) -> Iterator[KVEntry]:
-        """Every version of every key (of one tenant, or all), erased ones wiped."""
-
-    def import_kv(self, entries: Iterable[KVEntry]) -> int:
-        """Insert exported versions verbatim, skipping any present; how many were added."""
-
-    def export_documents(self, tenant_id: str | None) -> Iterator[PortableDocument]:
-        """Every document (of one tenant, or all) with its chunks, vectors and corpus pin."""
-
-    def import_documents(self, documents: Iterable[PortableDocument]) -> int:
-        """Insert exported documents verbatim unless their id is present; an unpinned corpus
-        takes the export's pin, one pinned to another model gets the chunks without vectors.
-        Returns how many documents were added."""
-
-    # -- re-indexing the documents plane (`quipu reindex --corpus`, issue 28) -----------------
-    def doc_corpora(self, tenant_id: str | None) -> list[tuple[ScopeRef, EmbeddingPin]]:
-        """Every corpus (of one tenant, or all) with its pinned model, in order."""
-
-    def doc_servable(self, ref: ScopeRef) -> list[StoredChunk]:
-        """Every active chunk of an active document, with its vector or ``None``."""
-
-    def doc_reindex(
-        self, ref: ScopeRef, pin: EmbeddingPin, vectors: Sequence[tuple[int, Vector]]
-    ) -> int:
-        """Write the chunks' new vectors (by storage key) and pin the corpus to ``pin``, in one
-        transaction; the corpus's generation moves. Returns the vectors written."""

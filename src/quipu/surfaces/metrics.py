@@ -8,6 +8,7 @@
   total...), from the pipeline's own ``meta.timings``;
 - ``quipu_embedder_failures_total``: embedding calls that failed (the service then falls back
   to keyword search or defers the vector), by operation;
+- ``quipu_harvest_batches_total``: harvest batches accepted, extracted or dropped, and why;
 - ``quipu_jobs`` and ``quipu_job_oldest_age_seconds``: the durable queue's depth and the age
   of its oldest job, by status, read from the store at scrape time.
 
@@ -77,6 +78,19 @@ EMBEDDER_FAILURES = Counter(
     ("operation",),
     registry=REGISTRY,
 )
+
+HARVEST = Counter(
+    "quipu_harvest_batches",
+    "Harvest batches (HARVEST-1) by outcome (accepted, extracted, dropped, refused) and reason "
+    "(the boundary, or why a batch was dropped: queue_full, store_unavailable, "
+    "extraction_failed).",
+    ("outcome", "reason"),
+    registry=REGISTRY,
+)
+
+
+def observe_harvest(outcome: str, reason: str) -> None:
+    HARVEST.labels(outcome, reason).inc()
 
 
 def observe_request(route: str, method: str, code: int, seconds: float) -> None:

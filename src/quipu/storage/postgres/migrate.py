@@ -48,6 +48,8 @@ DISTRIBUTED = (
     "recall_references",
     "usage_events",
     "memory_usage",
+    "memory_index_versions",
+    "index_sweep_marks",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

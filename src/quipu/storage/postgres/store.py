@@ -43,6 +43,7 @@ from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.idempotency import IdempotencyTables
+from quipu.storage.postgres.index import IndexTables
 from quipu.storage.postgres.knowledge import KnowledgeTables
 from quipu.storage.postgres.kv import KVTables
 from quipu.storage.postgres.migrate import is_distributed, migrate
@@ -91,6 +92,7 @@ class PostgresStore(
     DocumentTables,
     KnowledgeTables,
     SessionViews,
+    IndexTables,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 

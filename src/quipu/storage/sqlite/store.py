@@ -44,6 +44,7 @@ from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
 from quipu.storage.sqlite.idempotency import IdempotencyTables
+from quipu.storage.sqlite.index import IndexTables
 from quipu.storage.sqlite.knowledge import KnowledgeTables
 from quipu.storage.sqlite.kv import KVTables
 from quipu.storage.sqlite.migrate import migrate
@@ -80,6 +81,7 @@ class SQLiteStore(
     DocumentTables,
     KnowledgeTables,
     SessionViews,
+    IndexTables,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 

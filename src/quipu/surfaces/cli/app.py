@@ -234,6 +234,8 @@ def mcp_(db: Db = None, config: Config = None) -> None:
         log_level="DEBUG" if settings.log_level == "debug" else "WARNING",
         sessions=runtime.sessions,
         governance=runtime.governance,
+        index=runtime.index,
+        harvest=runtime.harvest,
     )
     if settings.worker_embedded:
         runtime.worker.start()

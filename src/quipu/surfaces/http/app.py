@@ -21,6 +21,7 @@ from quipu.surfaces.http.routers import (
     documents,
     governance,
     health,
+    index,
     knowledge,
     kv,
     memories,
@@ -85,4 +86,5 @@ def create_app(
     app.include_router(documents.router, responses=ERROR_RESPONSES)
     app.include_router(search.router, responses=ERROR_RESPONSES)
     app.include_router(knowledge.router, responses=ERROR_RESPONSES)
+    app.include_router(index.router, responses=ERROR_RESPONSES)
     return app

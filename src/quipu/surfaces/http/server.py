@@ -26,7 +26,7 @@ from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import bearer_resolver, local_resolver
 from quipu.surfaces.http.logs import configure_logging
 from quipu.surfaces.mcp import LOOPBACK_HOSTS, mount_mcp
-from quipu.surfaces.metrics import CountingEmbedder
+from quipu.surfaces.metrics import CountingEmbedder, observe_harvest
 
 #: The uvicorn factory of each `quipu serve --workers N` process (:func:`app_from_environment`).
 WORKER_FACTORY = "quipu.surfaces.http.server:app_from_environment"
@@ -48,6 +48,8 @@ def build_server(
     model = embedder if embedder is not None else build_embedder(settings)
     service = build_service(settings, None if model is None else CountingEmbedder(model))
     runtime = build_runtime(settings, service, extractor=extractor)
+    if runtime.harvest is not None:  # harvest drops are counted at /metrics (HARVEST-1)
+        runtime.harvest.observer = observe_harvest
     limit = settings.max_body_bytes
     if not settings.auth:
         resolver = local_resolver(local_principal(settings, "http"))
@@ -66,6 +68,8 @@ def build_server(
             allowed_hosts=LOOPBACK_HOSTS,
             sessions=runtime.sessions,
             governance=runtime.governance,
+            index=runtime.index,
+            harvest=runtime.harvest,
         )
         return app, runtime
     service.limiter = SharedRateLimiter(
@@ -86,6 +90,8 @@ def build_server(
         lambda token: access.authenticate(token, surface="mcp"),
         sessions=runtime.sessions,
         governance=runtime.governance,
+        index=runtime.index,
+        harvest=runtime.harvest,
     )
     app.mount(CONSOLE_PATH, create_console(runtime, access))  # the operator console (OPS-4)
     return app, runtime

@@ -29,9 +29,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from quipu.consolidation.index import IndexService
 from quipu.core.records import Principal
 from quipu.errors import QuipuError, Unauthorized
 from quipu.governance import GovernanceService
+from quipu.harvest import Harvester
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
 from quipu.surfaces.http.errors import envelope, error_response
@@ -163,6 +165,8 @@ def mount_mcp(
     allowed_hosts: Sequence[str] | None = None,
     sessions: SessionService | None = None,
     governance: GovernanceService | None = None,
+    index: IndexService | None = None,
+    harvest: Harvester | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> MCPServer:
     """Serve the MCP tools at ``path`` of ``app``, each request authenticated by ``authenticate``.
@@ -173,7 +177,12 @@ def mount_mcp(
     (413); in the HTTP app the app-wide limit applies first.
     """
     server = create_mcp_server(
-        service, principal_from_request, sessions=sessions, governance=governance
+        service,
+        principal_from_request,
+        sessions=sessions,
+        governance=governance,
+        index=index,
+        harvest=harvest,
     )
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if allowed_hosts is not None:

@@ -24,12 +24,14 @@ from mcp_types import Tool as MCPTool
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
+from quipu.consolidation.index import IndexService
 from quipu.core.records import MemoryVersion, Principal
 from quipu.core.views import MAX_FIELDS, ExtraField, check_fields, recall_entries, recall_view
 from quipu.documents import DocumentService
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.fanout import recall_across
 from quipu.governance import GovernanceService
+from quipu.harvest import Harvester
 from quipu.jobs.visibility import job_handle
 from quipu.knowledge import KnowledgeService
 from quipu.kv import KeyValueService
@@ -45,6 +47,7 @@ from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
+from quipu.surfaces.mcp.index import index_tools
 from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.kv import kv_tools
 from quipu.surfaces.mcp.search import search_tools
@@ -160,8 +163,11 @@ def create_mcp_server(
     log_level: LogLevel = "WARNING",
     sessions: SessionService | None = None,
     governance: GovernanceService | None = None,
+    index: IndexService | None = None,
+    harvest: Harvester | None = None,
 ) -> MCPServer:
-    """An MCP server exposing the memory tools; run it over stdio or mount it over HTTP."""
+    """An MCP server exposing the memory tools; run it over stdio or mount it over HTTP.
+    ``index`` (the runtime's, with its cache) serves ``index_get`` and its resource."""
     server: MCPServer = QuipuMCPServer(
         name,
         title="Quipu memory",
@@ -440,6 +446,8 @@ def create_mcp_server(
         search_tools(server, SearchService(service, documents, kv), call)
         # the full runtime's server also has the knowledge plane (issue 25)
         knowledge_tools(server, MergedRecall(KnowledgeService(service)), call)
+        # the compiled memory index (issue 24, API-3): a tool and a resource
+        index_tools(server, index or IndexService(service), call, principal_for_request, harvest)
     return server
 
 
