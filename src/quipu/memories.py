@@ -67,6 +67,13 @@ class UsageSink(Protocol):
     def close(self) -> None: ...
 
 
+class GraphSink(Protocol):
+    """Reads a stored active memory into the entity graph (GRAPH-1): see
+    :meth:`quipu.graph.service.GraphService.observe`."""
+
+    def observe(self, memory: MemoryVersion) -> object: ...
+
+
 class MemoryService:
     """The memory plane's use cases over one store."""
 
@@ -91,6 +98,10 @@ class MemoryService:
         #: Where recall hits go as usage events (RECALL-6): :class:`quipu.usage.UsageRecorder`,
         #: set by the composition root; None records nothing.
         self.usage: UsageSink | None = None
+        #: Where each newly stored memory goes to be read into the entity graph (GRAPH-1):
+        #: :class:`quipu.graph.service.GraphService`, set by the composition root when
+        #: ``graph_extract`` is on; None builds no graph.
+        self.graph: GraphSink | None = None
 
     @property
     def limiter(self) -> RateLimiter | SharedRateLimiter | None:
@@ -224,7 +235,7 @@ class MemoryService:
         vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
-        return self.store.insert(
+        result = self.store.insert(
             ref,
             memory,
             vector,
@@ -232,6 +243,9 @@ class MemoryService:
             lim.quota_per_owner,
             by=Actor.of(principal),
         )
+        if self.graph is not None and result.created:
+            self.graph.observe(result.memory)  # GRAPH-1: its entities and facts, no model call
+        return result
 
     def revise(
         self,

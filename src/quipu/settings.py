@@ -302,6 +302,12 @@ class Settings(BaseModel):
         "store opens (library, `quipu serve`, `quipu worker`). Empty: leave BLAS's own default "
         "(every core), which made a 10k-row scope scan 28x slower on a busy 2-core machine.",
     )
+    graph_extract: bool = Field(
+        True,
+        description="Read each newly remembered active memory into the entity graph (GRAPH-1): "
+        "entities and facts found by the deterministic extractor, no model call. Off: no graph "
+        "is built (graph_recall and list_facts then find nothing new).",
+    )
 
     @field_validator("*")
     @classmethod

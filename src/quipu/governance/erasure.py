@@ -71,6 +71,8 @@ class Erasing(GovernanceBase):
         )
         if not report.families:
             raise already_erased(ident)
+        # GRAPH-1: the facts, mentions and now-unnamed entities read from the erased text.
+        report.add("graph_facts", self.store.graph_forget(principal.tenant_id, report.families))
         self.guard.audit(principal, "memory.erase", (ident,), reason=why, details=report.to_dict())
         tomb = self.store.get(ref, ident)
         assert tomb is not None
@@ -144,6 +146,9 @@ class Erasing(GovernanceBase):
                     ids = self.store.subject_families(job.tenant_id, user, FAMILY_BATCH)
                     part = self.store.erase_families(job.tenant_id, ids, erasure)
                     done = len(part.families)
+                    if part.families:  # GRAPH-1: what the graph read from the erased text
+                        gone = self.store.graph_forget(job.tenant_id, part.families)
+                        part.add("graph_facts", gone)
                 else:
                     part = self.store.erase_subject_sessions(
                         job.tenant_id, user, erasure, TURN_BATCH

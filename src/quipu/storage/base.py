@@ -15,6 +15,8 @@ from typing import Any, Protocol
 from quipu.core.auth import Actor, AuditEvent, Credential, Tenant
 from quipu.core.documents import Chunk, Document, StoredChunk
 from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
+from quipu.core.graph import Entity, Extraction, Fact, Ontology
+from quipu.core.graph import Source as GraphSource
 from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
@@ -25,6 +27,7 @@ from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, Write
 from quipu.core.sessions import IdleSession, SessionBounds, SessionKey, SessionTurn, Watermark
 from quipu.core.versions import Change
 from quipu.retrieval.vectors import Vector as Vector  # noqa: PLC0414 (re-exported)
+from quipu.storage.graph_rows import GraphWrite
 
 
 @dataclass(frozen=True)
@@ -554,3 +557,46 @@ class Store(Protocol):
         self, tenant_id: str, memory_id: str, article_id: str, at: datetime, re_scoped: bool
     ) -> bool:
         """Stamp the memory's one graduation; False when it had graduated already."""
+
+    # -- entity graph (GRAPH-1) ----------------------------------------------------------------
+    def graph_write(
+        self,
+        ref: ScopeRef,
+        extraction: Extraction,
+        source: GraphSource,
+        now: datetime,
+        ontology: Ontology,
+    ) -> GraphWrite:
+        """Resolve the extraction's mentions to the scope's entities (creating the new ones),
+        record each as a mention of ``source``'s memory and append its facts, closing the open
+        facts of single-valued predicates they contradict; one serialised transaction."""
+
+    def graph_lookup(
+        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
+    ) -> list[Entity]:
+        """Entities of the scope whose folded name or alias is in ``folded`` or whose head is
+        in ``heads`` (resolution candidates; at most 500)."""
+
+    def graph_entities(self, ref: ScopeRef, entity_ids: Sequence[str]) -> list[Entity]: ...
+
+    def graph_facts(self, ref: ScopeRef, entity_ids: Sequence[str], limit: int) -> list[Fact]:
+        """Up to ``limit`` facts with a subject or object in ``entity_ids``, newest recorded
+        first, open and closed, whose source memory's current version is active."""
+
+    def graph_mentions(
+        self, ref: ScopeRef, entity_ids: Sequence[str], limit: int
+    ) -> list[tuple[str, str]]:
+        """(entity id, memory id) of active memories naming any of ``entity_ids``."""
+
+    def graph_forget(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        """Delete the facts and mentions read from ``memory_ids`` (erase), and the entities no
+        memory names any more; the number of facts deleted."""
+
+    def graph_ontology(self, tenant_id: str) -> tuple[set[str], set[str]]:
+        """The tenant's declared (entity types, single-valued predicates)."""
+
+    def graph_declare(
+        self, tenant_id: str, kind: str, name: str, by: str | None, now: datetime
+    ) -> None:
+        """Declare an entity type (``kind`` "type") or a single-valued predicate
+        (``kind`` "predicate") for the tenant; declaring again changes nothing."""

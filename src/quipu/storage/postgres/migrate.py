@@ -48,6 +48,11 @@ DISTRIBUTED = (
     "recall_references",
     "usage_events",
     "memory_usage",
+    "graph_entities",
+    "graph_aliases",
+    "graph_facts",
+    "graph_mentions",
+    "graph_ontology",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

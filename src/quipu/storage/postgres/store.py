@@ -42,6 +42,7 @@ from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
+from quipu.storage.postgres.graph import GraphTables
 from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.knowledge import KnowledgeTables
 from quipu.storage.postgres.kv import KVTables
@@ -89,6 +90,7 @@ class PostgresStore(
     KVTables,
     DocumentTables,
     KnowledgeTables,
+    GraphTables,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 

@@ -43,6 +43,7 @@ from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
+from quipu.storage.sqlite.graph import GraphTables
 from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.knowledge import KnowledgeTables
 from quipu.storage.sqlite.kv import KVTables
@@ -78,6 +79,7 @@ class SQLiteStore(
     KVTables,
     DocumentTables,
     KnowledgeTables,
+    GraphTables,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
