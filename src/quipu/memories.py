@@ -20,6 +20,7 @@ from quipu.core import planes as plane_rules
 from quipu.core import validate
 from quipu.core.auth import Actor
 from quipu.core.governance import corroboration
+from quipu.core.graph import GraphSink
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -67,13 +68,6 @@ class UsageSink(Protocol):
     def close(self) -> None: ...
 
 
-class GraphSink(Protocol):
-    """Reads a stored active memory into the entity graph (GRAPH-1): see
-    :meth:`quipu.graph.service.GraphService.observe`."""
-
-    def observe(self, memory: MemoryVersion) -> object: ...
-
-
 class MemoryService:
     """The memory plane's use cases over one store."""
 
@@ -98,10 +92,7 @@ class MemoryService:
         #: Where recall hits go as usage events (RECALL-6): :class:`quipu.usage.UsageRecorder`,
         #: set by the composition root; None records nothing.
         self.usage: UsageSink | None = None
-        #: Where each newly stored memory goes to be read into the entity graph (GRAPH-1):
-        #: :class:`quipu.graph.service.GraphService`, set by the composition root when
-        #: ``graph_extract`` is on; None builds no graph.
-        self.graph: GraphSink | None = None
+        self.graph: GraphSink | None = None  # GRAPH-1: set by the composition root
 
     @property
     def limiter(self) -> RateLimiter | SharedRateLimiter | None:
@@ -235,13 +226,9 @@ class MemoryService:
         vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
+        key = embedding_key(body) if vector is not None else None
         result = self.store.insert(
-            ref,
-            memory,
-            vector,
-            embedding_key(body) if vector is not None else None,
-            lim.quota_per_owner,
-            by=Actor.of(principal),
+            ref, memory, vector, key, lim.quota_per_owner, by=Actor.of(principal)
         )
         if self.graph is not None and result.created:
             self.graph.observe(result.memory)  # GRAPH-1: its entities and facts, no model call

@@ -32,9 +32,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from difflib import SequenceMatcher
-from typing import Any
+from typing import Any, Protocol
 
-from quipu.core.records import Scope
+from quipu.core.records import MemoryVersion, Scope
 from quipu.core.text import fold
 from quipu.errors import InvalidInput
 
@@ -286,3 +286,11 @@ def close_against(new: Fact, current: Fact) -> tuple[str, datetime]:
     if current.valid_at <= new.valid_at:
         return "old", new.valid_at
     return "new", current.valid_at
+
+
+class GraphSink(Protocol):
+    """Where the memory service sends each newly stored memory to be read into the entity
+    graph (:meth:`quipu.graph.service.GraphService.observe`); ``MemoryService.graph`` is one
+    when the ``graph_extract`` setting is on (the composition root sets it), else None."""
+
+    def observe(self, memory: MemoryVersion) -> object: ...
