@@ -25,6 +25,7 @@ from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
 from quipu.remote import RunTokens, Subject
 from quipu.remote_governance import AsyncGovernanceCalls
+from quipu.remote_graph import AsyncGraphCalls
 from quipu.storage.base import Vector
 from quipu.wire import Call, Instant, Retry, error_from_response
 
@@ -33,7 +34,7 @@ __all__ = ["AsyncClient", "AsyncRemoteSession"]
 T = TypeVar("T")
 
 
-class AsyncClient(AsyncGovernanceCalls):
+class AsyncClient(AsyncGovernanceCalls, AsyncGraphCalls):
     """A Quipu server over HTTP, awaited: the methods of :class:`quipu.Client`, as
     coroutines. ``key`` is an API key or run token (none in local mode).
 

@@ -37,6 +37,7 @@ from quipu.core.records import MemoryVersion, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
 from quipu.remote_governance import GovernanceCalls
+from quipu.remote_graph import GraphCalls
 from quipu.storage.base import Vector
 from quipu.wire import (
     Call,
@@ -253,7 +254,7 @@ class RunTokens:
         )
 
 
-class Client(GovernanceCalls):
+class Client(GovernanceCalls, GraphCalls):
     """A Quipu server over HTTP. ``key`` is an API key or run token (none in local mode).
 
     ``timeout`` bounds each request (seconds, or an :class:`httpx.Timeout`); ``retry`` says

@@ -154,11 +154,12 @@ class GraphService:
         self, principal: Principal, *, types: object = None, predicates: object = None
     ) -> dict[str, list[str]]:
         """Add entity types and single-valued predicates to the tenant's ontology (admin keys
-        only: 403 ``forbidden``); audited as ``graph.declare``. Returns the whole ontology."""
-        if principal.role not in (Role.ADMIN, Role.SUPERADMIN):
-            raise Forbidden("declaring the graph's ontology needs an admin key")
+        only: 403 ``forbidden``); audited as ``graph.declare``. Returns the whole ontology
+        (with nothing to add, any key may read it)."""
         new_types = _names(types, "types")
         new_predicates = _names(predicates, "predicates")
+        if (new_types or new_predicates) and principal.role not in (Role.ADMIN, Role.SUPERADMIN):
+            raise Forbidden("declaring the graph's ontology needs an admin key")
         now = self._clock()
         for name in new_types:
             self.store.graph_declare(principal.tenant_id, "type", name, principal.key_id, now)

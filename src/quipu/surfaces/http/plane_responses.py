@@ -88,3 +88,13 @@ class ReferencedOut(_Open):
 
 class GraduateOut(_Open):
     """The article a memory graduated into and the gate's verdict."""
+
+
+class GraphAnswerOut(_Open):
+    """The entity graph's answer (GRAPH-1): ``entities`` (each with what ``matched`` it),
+    ``facts`` (subject, predicate, object or value, times, source ``memory_ids``),
+    ``memory_ids`` and ``meta``."""
+
+
+class GraphOntologyOut(_Open):
+    """The tenant's entity ``types`` and ``single_valued`` predicates (built-ins and its own)."""

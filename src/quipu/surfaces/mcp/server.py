@@ -30,6 +30,7 @@ from quipu.documents import DocumentService
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.fanout import recall_across
 from quipu.governance import GovernanceService
+from quipu.graph.service import GraphService
 from quipu.jobs.visibility import job_handle
 from quipu.knowledge import KnowledgeService
 from quipu.kv import KeyValueService
@@ -45,6 +46,7 @@ from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
+from quipu.surfaces.mcp.graph import graph_tools
 from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.kv import kv_tools
 from quipu.surfaces.mcp.search import search_tools
@@ -440,6 +442,9 @@ def create_mcp_server(
         search_tools(server, SearchService(service, documents, kv), call)
         # the full runtime's server also has the knowledge plane (issue 25)
         knowledge_tools(server, MergedRecall(KnowledgeService(service)), call)
+        # the entity graph (issue 26): the service's own when it builds one as it writes
+        own = service.graph
+        graph_tools(server, own if isinstance(own, GraphService) else GraphService(service), call)
     return server
 
 
