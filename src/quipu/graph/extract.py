@@ -103,61 +103,62 @@ _PET = frozenset({"dog", "cat", "puppy", "kitten"})
 @dataclass(frozen=True)
 class _Pattern:
     regex: re.Pattern[str]
+    cue: re.Pattern[str]
+    """The pattern without its subject: searched first, as it is far cheaper to fail."""
     predicate: str
     object_type: str | None  # None: a literal value
 
 
 def _p(body: str, predicate: str, object_type: str | None) -> _Pattern:
-    return _Pattern(re.compile(body), predicate, object_type)
+    """A fact pattern: ``body`` is what follows the subject (:data:`_SUBJ`)."""
+    return _Pattern(re.compile(_SUBJ + body), re.compile(body), predicate, object_type)
 
 
 _AM = r"(?:'m|’m|\s+am|\s+is|\s+are|'s|’s)"
 #: The fact patterns, tried on every sentence in order (a sentence may yield several facts).
 _PATTERNS = (
-    _p(rf"{_SUBJ}{_VERB_GAP}\s+(?:live|lives|lived|living)\s+in\s+{_OBJ}", "lives_in", "place"),
+    _p(rf"{_VERB_GAP}\s+(?:live|lives|lived|living)\s+in\s+{_OBJ}", "lives_in", "place"),
     _p(
-        rf"{_SUBJ}{_VERB_GAP}\s+(?:moved|relocated|am moving|is moving)\s+(?:back\s+)?to\s+{_OBJ}",
+        rf"{_VERB_GAP}\s+(?:moved|relocated|am moving|is moving)\s+(?:back\s+)?to\s+{_OBJ}",
         "lives_in",
         "place",
     ),
     _p(
-        rf"{_SUBJ}{_VERB_GAP}\s+(?:work|works|worked|am working|is working)\s+(?:at|for)\s+{_OBJ}",
+        rf"{_VERB_GAP}\s+(?:work|works|worked|am working|is working)\s+(?:at|for)\s+{_OBJ}",
         "works_at",
         "organisation",
     ),
     _p(
-        rf"{_SUBJ}{_VERB_GAP}\s+(?:joined|got a job at|got hired at|started at)\s+{_OBJ}",
+        rf"{_VERB_GAP}\s+(?:joined|got a job at|got hired at|started at)\s+{_OBJ}",
         "works_at",
         "organisation",
     ),
     _p(
-        rf"{_SUBJ}{_VERB_GAP}\s+(?:stud(?:y|ies|ied)|am studying|is studying)\s+at\s+{_OBJ}",
+        rf"{_VERB_GAP}\s+(?:stud(?:y|ies|ied)|am studying|is studying)\s+at\s+{_OBJ}",
         "studies_at",
         "organisation",
     ),
-    _p(rf"{_SUBJ}{_AM}\s+(?:married|engaged)\s+to\s+{_OBJ}", "is_married_to", "person"),
-    _p(rf"{_SUBJ}{_AM}\s+(?:dating|seeing)\s+{_OBJ}", "is_dating", "person"),
-    _p(rf"{_SUBJ}{_AM}\s+(?:originally\s+)?from\s+{_OBJ}", "is_from", "place"),
-    _p(rf"{_SUBJ}\s+(?:grew up|was raised)\s+in\s+{_OBJ}", "is_from", "place"),
-    _p(rf"{_SUBJ}\s+(?:was|were)\s+born\s+in\s+{_OBJ}", "born_in", "place"),
+    _p(rf"{_AM}\s+(?:married|engaged)\s+to\s+{_OBJ}", "is_married_to", "person"),
+    _p(rf"{_AM}\s+(?:dating|seeing)\s+{_OBJ}", "is_dating", "person"),
+    _p(rf"{_AM}\s+(?:originally\s+)?from\s+{_OBJ}", "is_from", "place"),
+    _p(rf"\s+(?:grew up|was raised)\s+in\s+{_OBJ}", "is_from", "place"),
+    _p(rf"\s+(?:was|were)\s+born\s+in\s+{_OBJ}", "born_in", "place"),
     _p(
-        rf"{_SUBJ}{_VERB_GAP}\s+(?:visited|went to|traveled to|travelled to|flew to|am going to"
+        rf"{_VERB_GAP}\s+(?:visited|went to|traveled to|travelled to|flew to|am going to"
         rf"|is going to|toured|explored)\s+{_OBJ}",
         "visited",
         "place",
     ),
+    _p(rf"{_VERB_GAP}\s+(?:attended|went to see|performed at)\s+{_OBJ}", "attended", "event"),
+    _p(rf"{_AM}\s+(?P<v>\d{{1,3}})\s+(?:years?\s+old|now)\b", "has_age", None),
     _p(
-        rf"{_SUBJ}{_VERB_GAP}\s+(?:attended|went to see|performed at)\s+{_OBJ}", "attended", "event"
-    ),
-    _p(rf"{_SUBJ}{_AM}\s+(?P<v>\d{{1,3}})\s+(?:years?\s+old|now)\b", "has_age", None),
-    _p(
-        rf"{_SUBJ}\s+(?:work|works|worked|am working|is working)\s+as\s+(?:an?\s+)?"
+        r"\s+(?:work|works|worked|am working|is working)\s+as\s+(?:an?\s+)?"
         r"(?P<v>[a-z][a-z -]{2,40}?)(?=[.,;!?]|\s+(?:at|for|in|and|since)\b|$)",
         "has_job",
         None,
     ),
     _p(
-        rf"{_SUBJ}{_VERB_GAP}\s+(?:adopted|got|have|has)\s+an?\s+(?:new\s+)?(?:dog|cat|puppy|kitten)"
+        rf"{_VERB_GAP}\s+(?:adopted|got|have|has)\s+an?\s+(?:new\s+)?(?:dog|cat|puppy|kitten)"
         rf"\s+(?:named|called)\s+{_OBJ}",
         "has_pet",
         "other",
@@ -241,6 +242,8 @@ def _sentence(sentence: str, builder: _Builder, self_name: str) -> None:
 
 def _facts(sentence: str, builder: _Builder, self_name: str) -> None:
     for pattern in _PATTERNS:
+        if pattern.cue.search(sentence) is None:
+            continue
         for match in pattern.regex.finditer(sentence):
             subject = _subject(match.group("s"), self_name)
             if subject is None:
@@ -257,6 +260,8 @@ def _facts(sentence: str, builder: _Builder, self_name: str) -> None:
             if pattern.object_type == "place" and kind in ("other", "person"):
                 kind = "place"
             builder.fact(s, pattern.predicate, builder.mention(obj, kind), None)
+    if "my " not in sentence.lower() and "s " not in sentence:
+        return
     for match in _RELATION.finditer(sentence):
         owner = self_name if match.group("owner") is None else match.group("owner")
         if folded_name(owner) in _COMMON and owner != self_name:
