@@ -1,16 +1,17 @@
 """The entity graph's write step, once for both backends (GRAPH-1).
 
 :func:`write_extraction` runs inside a backend's write transaction over a :class:`GraphSQL`
-(the few statements it needs, in the backend's dialect): resolve each mention to an entity of the
-scope (:func:`quipu.core.graph.resolve`), record the mention, then append each fact, closing the
-current fact of a single-valued predicate it contradicts (:func:`quipu.core.graph.close_against`).
+(two reads and one batched write, in the backend's dialect): resolve each mention to an entity
+of the scope (:func:`quipu.core.graph.resolve`), record the mention, then append each fact,
+closing the open fact of a single-valued predicate it contradicts
+(:func:`quipu.core.graph.close_against`).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -30,36 +31,48 @@ from quipu.core.records import ScopeRef
 
 
 class GraphSQL(Protocol):
-    """The statements :func:`write_extraction` needs, on one open transaction."""
+    """The statements :func:`write_extraction` needs, on one open transaction: two reads,
+    then one batched write (a backend sends it in as few round trips as it can)."""
 
-    def candidates(
-        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
-    ) -> list[Entity]: ...
+    def read(
+        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str], predicates: Sequence[str]
+    ) -> tuple[list[Entity], list[Fact]]:
+        """The resolution candidates (entities whose folded name or alias is in ``folded`` or
+        whose head is in ``heads``; at most 500) and their open facts (no ``invalid_at``) with
+        a predicate in ``predicates``; a backend may send both reads at once."""
 
-    def insert_entity(self, entity: Entity) -> None: ...
+    def apply(self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime) -> None:
+        """Insert ``plan.new_entities``, set ``last_seen``, type and aliases (and their index
+        rows) of ``plan.touched``, record a mention of ``source`` for each of
+        ``plan.entity_ids``, insert ``plan.facts`` and close ``plan.closes``."""
 
-    def touch_entity(self, ref: ScopeRef, entity: Entity, now: datetime) -> None:
-        """Set ``last_seen`` and the aliases (and their index rows) to ``entity``'s."""
 
-    def insert_mention(self, ref: ScopeRef, entity_id: str, source: Source) -> None: ...
+@dataclass
+class Close:
+    """An open fact to close: its id, its ``invalid_at`` and the fact that closes it."""
 
-    def current_facts(self, ref: ScopeRef, subject_id: str, predicate: str) -> list[Fact]: ...
-
-    def insert_fact(self, fact: Fact) -> None: ...
-
-    def close_fact(
-        self, ref: ScopeRef, fact_id: str, invalid_at: datetime, now: datetime, by: str
-    ) -> None: ...
+    fact_id: str
+    invalid_at: datetime
+    by: str
 
 
 @dataclass
 class GraphWrite:
-    """What one memory added to the graph."""
+    """What one memory added to the graph (the plan :meth:`GraphSQL.apply` writes)."""
 
     entity_ids: list[str] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)
+    new_entities: list[Entity] = field(default_factory=list)
+    touched: list[Entity] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
-    closed: list[str] = field(default_factory=list)
+    closes: list[Close] = field(default_factory=list)
+
+    @property
+    def created(self) -> list[str]:
+        return [e.entity_id for e in self.new_entities]
+
+    @property
+    def closed(self) -> list[str]:
+        return [c.fact_id for c in self.closes]
 
 
 def write_extraction(
@@ -72,7 +85,9 @@ def write_extraction(
 ) -> GraphWrite:
     out = GraphWrite()
     keys = [folded_name(m.name) for m in extraction.mentions]
-    pool = sql.candidates(ref, sorted(set(keys)), sorted({head(k) for k in keys if k}))
+    folded, heads = sorted(set(keys)), sorted({head(k) for k in keys if k})
+    pool, open_all = sql.read(ref, folded, heads, sorted(ontology.single_valued))
+    touched: dict[str, Entity] = {}
     for mention, key in zip(extraction.mentions, keys, strict=True):
         kind = mention.type if mention.type in ontology.types else "other"
         found, alias = resolve(mention, pool)
@@ -88,31 +103,34 @@ def write_extraction(
                 first_seen=now,
                 last_seen=now,
             )
-            sql.insert_entity(entity)
+            out.new_entities.append(entity)
             pool.append(entity)
-            out.created.append(entity.entity_id)
         else:
             aliases = found.aliases
             if alias and key not in {folded_name(a) for a in aliases}:
                 aliases = (*aliases, mention.name)
             typed = kind if found.type == "other" and kind != "other" else found.type
-            entity = Entity(
-                **{**found.__dict__, "aliases": aliases, "last_seen": now, "type": typed}
-            )
-            sql.touch_entity(ref, entity, now)
+            entity = replace(found, aliases=aliases, last_seen=now, type=typed)
             pool[pool.index(found)] = entity
+            fresh = any(e.entity_id == entity.entity_id for e in out.new_entities)
+            if fresh:
+                out.new_entities = [
+                    entity if e.entity_id == entity.entity_id else e for e in out.new_entities
+                ]
+            else:
+                touched[entity.entity_id] = entity
         out.entity_ids.append(entity.entity_id)
-        sql.insert_mention(ref, entity.entity_id, source)
-    for draft in extraction.facts:
-        fact = Fact(
+    out.touched = list(touched.values())
+    drafts = [
+        Fact(
             fact_id=uuid.uuid4().hex,
             tenant_id=ref.tenant_id,
             scope=ref.scope,
             owner=ref.owner,
-            subject_id=out.entity_ids[draft.subject],
-            predicate=draft.predicate,
-            object_id=None if draft.object is None else out.entity_ids[draft.object],
-            value=draft.value,
+            subject_id=out.entity_ids[d.subject],
+            predicate=d.predicate,
+            object_id=None if d.object is None else out.entity_ids[d.object],
+            value=d.value,
             valid_at=source.valid_at,
             invalid_at=None,
             observed_at=source.observed_at,
@@ -124,36 +142,51 @@ def write_extraction(
             surface=source.surface,
             key_id=source.key_id,
         )
-        if fact.object_id == fact.subject_id:
-            continue
+        for d in extraction.facts
+    ]
+    drafts = [f for f in drafts if f.object_id != f.subject_id]
+    single = sorted(
+        {(f.subject_id, f.predicate) for f in drafts if f.predicate in ontology.single_valued}
+    )
+    wanted = set(single)
+    open_now = [f for f in open_all if (f.subject_id, f.predicate) in wanted]
+    for draft in drafts:
+        fact = draft
         if fact.predicate in ontology.single_valued:
-            fact = _contradict(sql, ref, fact, now, out)
-        sql.insert_fact(fact)
+            rivals = [
+                f
+                for f in (*open_now, *out.facts)
+                if (f.subject_id, f.predicate) == (fact.subject_id, fact.predicate)
+                and f.invalid_at is None
+                and f.fact_id not in out.closed
+            ]
+            fact = _contradict(fact, rivals, now, out)
         out.facts.append(fact)
+    sql.apply(ref, out, source, now)
     return out
 
 
-def _contradict(sql: GraphSQL, ref: ScopeRef, fact: Fact, now: datetime, out: GraphWrite) -> Fact:
+def _contradict(fact: Fact, rivals: list[Fact], now: datetime, out: GraphWrite) -> Fact:
     """Close whichever of ``fact`` and each open contradicting fact began first."""
-    for current in sql.current_facts(ref, fact.subject_id, fact.predicate):
+    for current in rivals:
         same = current.object_id == fact.object_id and fold_value(current.value) == fold_value(
             fact.value
         )
-        if same or current.invalid_at is not None:
+        if same:
             continue
         which, at = close_against(fact, current)
         if which == "old":
-            sql.close_fact(ref, current.fact_id, at, now, fact.fact_id)
-            out.closed.append(current.fact_id)
+            if any(f.fact_id == current.fact_id for f in out.facts):  # one of this write's own
+                out.facts = [
+                    replace(f, invalid_at=at, expired_at=now, invalidated_by=fact.fact_id)
+                    if f.fact_id == current.fact_id
+                    else f
+                    for f in out.facts
+                ]
+            else:
+                out.closes.append(Close(current.fact_id, at, fact.fact_id))
             if fact.invalidates is None:
-                fact = Fact(**{**fact.__dict__, "invalidates": current.fact_id})
+                fact = replace(fact, invalidates=current.fact_id)
         elif fact.invalid_at is None:
-            fact = Fact(
-                **{
-                    **fact.__dict__,
-                    "invalid_at": at,
-                    "expired_at": now,
-                    "invalidated_by": current.fact_id,
-                }
-            )
+            fact = replace(fact, invalid_at=at, expired_at=now, invalidated_by=current.fact_id)
     return fact

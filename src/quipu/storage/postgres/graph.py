@@ -45,109 +45,145 @@ def _lock_key(ref: ScopeRef) -> int:
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
 
 
+def _match(
+    ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
+) -> tuple[str, tuple[Any, ...]]:
+    """The resolution candidates' condition: folded name, head or alias."""
+    where = (
+        f"{_PART} AND (folded = ANY(%s) OR head = ANY(%s) OR entity_id IN (SELECT entity_id"
+        f" FROM graph_aliases WHERE {_PART} AND folded = ANY(%s)))"
+    )
+    return where, (*_part(ref), list(folded), list(heads), *_part(ref), list(folded))
+
+
+def _candidates(
+    conn: psycopg.Connection[Any], ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
+) -> list[Entity]:
+    where, args = _match(ref, folded, heads)
+    rows = conn.execute(
+        f"SELECT {_ENTITY} FROM graph_entities WHERE {where} ORDER BY first_seen, entity_id"
+        " LIMIT 500",
+        args,
+    ).fetchall()
+    return decode_rows(_entity, rows, lambda r: r[0])
+
+
 class _SQL:
-    """:class:`quipu.storage.graph_rows.GraphSQL` on one PostgreSQL transaction."""
+    """:class:`quipu.storage.graph_rows.GraphSQL` on one PostgreSQL transaction; ``lock`` is
+    the partition's writer lock, taken with the first read."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], lock: int) -> None:
         self.conn = conn
+        self.lock = lock
 
-    def candidates(
-        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
-    ) -> list[Entity]:
-        rows = self.conn.execute(
-            f"SELECT {_ENTITY} FROM graph_entities WHERE {_PART} AND (folded = ANY(%s)"
-            f" OR head = ANY(%s) OR entity_id IN (SELECT entity_id FROM graph_aliases"
-            f" WHERE {_PART} AND folded = ANY(%s))) ORDER BY first_seen, entity_id LIMIT 500",
-            (*_part(ref), list(folded), list(heads), *_part(ref), list(folded)),
-        ).fetchall()
-        return decode_rows(_entity, rows, lambda r: r[0])
+    def read(
+        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str], predicates: Sequence[str]
+    ) -> tuple[list[Entity], list[Fact]]:
+        """The lock, the candidates and their open facts in one pipeline (one round trip)."""
+        where, args = _match(ref, folded, heads)
+        with self.conn.cursor() as lock, self.conn.cursor() as a, self.conn.cursor() as b:
+            with self.conn.pipeline() as pipe:
+                lock.execute("SELECT pg_advisory_xact_lock(%s)", (self.lock,))
+                a.execute(
+                    f"SELECT {_ENTITY} FROM graph_entities WHERE {where}"
+                    " ORDER BY first_seen, entity_id LIMIT 500",
+                    args,
+                )
+                b.execute(
+                    f"SELECT {_FACT} FROM graph_facts f WHERE {_PART} AND invalid_at IS NULL"
+                    " AND predicate = ANY(%s) AND subject_id IN (SELECT entity_id FROM"
+                    f" graph_entities WHERE {where})",
+                    (*_part(ref), list(predicates), *args),
+                )
+                pipe.sync()
+            entities = decode_rows(_entity, a.fetchall(), lambda r: r[0])
+            facts = decode_rows(_fact, b.fetchall(), lambda r: r[0])
+        return entities, facts
 
-    def insert_entity(self, e: Entity) -> None:
-        folded = folded_name(e.name)
-        self.conn.execute(
-            "INSERT INTO graph_entities (tenant_id, scope, owner, entity_id, name, folded, head,"
-            " type, aliases, first_seen, last_seen)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                e.tenant_id,
-                e.scope.value,
-                e.owner,
-                e.entity_id,
-                e.name,
-                folded,
-                head(folded),
-                e.type,
-                json.dumps(list(e.aliases)),
-                e.first_seen,
-                e.last_seen,
-            ),
-        )
-
-    def touch_entity(self, ref: ScopeRef, e: Entity, now: datetime) -> None:
-        self.conn.execute(
-            f"UPDATE graph_entities SET last_seen = %s, aliases = %s, type = %s WHERE {_PART}"
-            " AND entity_id = %s",
-            (now, json.dumps(list(e.aliases)), e.type, *_part(ref), e.entity_id),
-        )
-        for alias in e.aliases:
-            self.conn.execute(
+    def apply(self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime) -> None:
+        """Every write of the plan queued in the pipeline: sent with the COMMIT."""
+        part = _part(ref)
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO graph_entities (tenant_id, scope, owner, entity_id, name, folded,"
+                " head, type, aliases, first_seen, last_seen)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    (
+                        *part,
+                        e.entity_id,
+                        e.name,
+                        folded_name(e.name),
+                        head(folded_name(e.name)),
+                        e.type,
+                        json.dumps(list(e.aliases)),
+                        e.first_seen,
+                        e.last_seen,
+                    )
+                    for e in plan.new_entities
+                ],
+            )
+            cur.executemany(
+                f"UPDATE graph_entities SET last_seen = %s, aliases = %s, type = %s"
+                f" WHERE {_PART} AND entity_id = %s",
+                [
+                    (now, json.dumps(list(e.aliases)), e.type, *part, e.entity_id)
+                    for e in plan.touched
+                ],
+            )
+            cur.executemany(
                 "INSERT INTO graph_aliases (tenant_id, scope, owner, folded, entity_id)"
                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (*_part(ref), folded_name(alias), e.entity_id),
+                [
+                    (*part, folded_name(a), e.entity_id)
+                    for e in (*plan.new_entities, *plan.touched)
+                    for a in e.aliases
+                ],
+            )
+            cur.executemany(
+                "INSERT INTO graph_mentions (tenant_id, scope, owner, entity_id, memory_id,"
+                " memory_version) VALUES (%s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (tenant_id, scope, owner, entity_id, memory_id) DO UPDATE SET"
+                " memory_version = excluded.memory_version",
+                [
+                    (*part, ident, source.memory_id, source.memory_version)
+                    for ident in dict.fromkeys(plan.entity_ids)
+                ],
+            )
+            cur.executemany(
+                f"INSERT INTO graph_facts ({_FACT}) VALUES (" + ", ".join(["%s"] * 20) + ")",
+                [_fact_row(f) for f in plan.facts],
+            )
+            cur.executemany(
+                "UPDATE graph_facts SET invalid_at = %s, expired_at = %s, invalidated_by = %s"
+                f" WHERE {_PART} AND fact_id = %s AND invalid_at IS NULL",
+                [(x.invalid_at, now, x.by, *part, x.fact_id) for x in plan.closes],
             )
 
-    def insert_mention(self, ref: ScopeRef, entity_id: str, source: Source) -> None:
-        self.conn.execute(
-            "INSERT INTO graph_mentions (tenant_id, scope, owner, entity_id, memory_id,"
-            " memory_version) VALUES (%s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (tenant_id, scope, owner, entity_id, memory_id) DO UPDATE SET"
-            " memory_version = excluded.memory_version",
-            (*_part(ref), entity_id, source.memory_id, source.memory_version),
-        )
 
-    def current_facts(self, ref: ScopeRef, subject_id: str, predicate: str) -> list[Fact]:
-        rows = self.conn.execute(
-            f"SELECT {_FACT} FROM graph_facts f WHERE {_PART} AND subject_id = %s"
-            " AND predicate = %s AND invalid_at IS NULL",
-            (*_part(ref), subject_id, predicate),
-        ).fetchall()
-        return decode_rows(_fact, rows, lambda r: r[0])
-
-    def insert_fact(self, f: Fact) -> None:
-        self.conn.execute(
-            f"INSERT INTO graph_facts ({_FACT}) VALUES (" + ", ".join(["%s"] * 20) + ")",
-            (
-                f.fact_id,
-                f.tenant_id,
-                f.scope.value,
-                f.owner,
-                f.subject_id,
-                f.predicate,
-                f.object_id,
-                f.value,
-                f.valid_at,
-                f.invalid_at,
-                f.observed_at,
-                f.recorded_at,
-                f.expired_at,
-                f.memory_id,
-                f.memory_version,
-                f.extractor,
-                f.surface,
-                f.key_id,
-                f.invalidated_by,
-                f.invalidates,
-            ),
-        )
-
-    def close_fact(
-        self, ref: ScopeRef, fact_id: str, invalid_at: datetime, now: datetime, by: str
-    ) -> None:
-        self.conn.execute(
-            "UPDATE graph_facts SET invalid_at = %s, expired_at = %s, invalidated_by = %s"
-            f" WHERE {_PART} AND fact_id = %s AND invalid_at IS NULL",
-            (invalid_at, now, by, *_part(ref), fact_id),
-        )
+def _fact_row(f: Fact) -> tuple[object, ...]:
+    return (
+        f.fact_id,
+        f.tenant_id,
+        f.scope.value,
+        f.owner,
+        f.subject_id,
+        f.predicate,
+        f.object_id,
+        f.value,
+        f.valid_at,
+        f.invalid_at,
+        f.observed_at,
+        f.recorded_at,
+        f.expired_at,
+        f.memory_id,
+        f.memory_version,
+        f.extractor,
+        f.surface,
+        f.key_id,
+        f.invalidated_by,
+        f.invalidates,
+    )
 
 
 class GraphTables:
@@ -167,15 +203,18 @@ class GraphTables:
         now: datetime,
         ontology: Ontology,
     ) -> GraphWrite:
-        with self._tx() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(ref),))
-            return write_extraction(_SQL(conn), ref, extraction, source, now, ontology)
+        # One pipeline around the transaction: BEGIN, the lock and the reads go in one round
+        # trip, the writes and COMMIT in a second.
+        with self._conn() as conn, conn.pipeline(), conn.transaction():
+            return write_extraction(
+                _SQL(conn, _lock_key(ref)), ref, extraction, source, now, ontology
+            )
 
     def graph_lookup(
         self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
     ) -> list[Entity]:
         with self._conn() as conn:
-            return _SQL(conn).candidates(ref, folded, heads)
+            return _candidates(conn, ref, folded, heads)
 
     def graph_entities(self, ref: ScopeRef, entity_ids: Sequence[str]) -> list[Entity]:
         with self._conn() as conn:

@@ -60,91 +60,102 @@ class _SQL:
         ).fetchall()
         return decode_rows(_entity, rows, lambda r: r["entity_id"])
 
-    def insert_entity(self, e: Entity) -> None:
-        folded = folded_name(e.name)
-        self.c.execute(
+    def read(
+        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str], predicates: Sequence[str]
+    ) -> tuple[list[Entity], list[Fact]]:
+        entities = self.candidates(ref, folded, heads)
+        ids = [e.entity_id for e in entities]
+        rows = self.c.execute(
+            f"SELECT {_FACT} FROM graph_facts f WHERE {_PART} AND invalid_at IS NULL"
+            f" AND subject_id IN ({_marks(ids)}) AND predicate IN ({_marks(predicates)})",
+            (*_part(ref), *ids, *predicates),
+        ).fetchall()
+        return entities, decode_rows(_fact, rows, lambda r: r["fact_id"])
+
+    def apply(self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime) -> None:
+        part = _part(ref)
+        self.c.executemany(
             "INSERT INTO graph_entities (tenant_id, scope, owner, entity_id, name, folded, head,"
             " type, aliases, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                e.tenant_id,
-                e.scope.value,
-                e.owner,
-                e.entity_id,
-                e.name,
-                folded,
-                head(folded),
-                e.type,
-                json.dumps(list(e.aliases)),
-                to_micros(e.first_seen),
-                to_micros(e.last_seen),
-            ),
+            [
+                (
+                    *part,
+                    e.entity_id,
+                    e.name,
+                    folded_name(e.name),
+                    head(folded_name(e.name)),
+                    e.type,
+                    json.dumps(list(e.aliases)),
+                    to_micros(e.first_seen),
+                    to_micros(e.last_seen),
+                )
+                for e in plan.new_entities
+            ],
         )
-
-    def touch_entity(self, ref: ScopeRef, e: Entity, now: datetime) -> None:
-        self.c.execute(
+        self.c.executemany(
             f"UPDATE graph_entities SET last_seen = ?, aliases = ?, type = ? WHERE {_PART}"
             " AND entity_id = ?",
-            (to_micros(now), json.dumps(list(e.aliases)), e.type, *_part(ref), e.entity_id),
+            [
+                (to_micros(now), json.dumps(list(e.aliases)), e.type, *part, e.entity_id)
+                for e in plan.touched
+            ],
         )
-        for alias in e.aliases:
-            self.c.execute(
-                "INSERT OR IGNORE INTO graph_aliases (tenant_id, scope, owner, folded, entity_id)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (*_part(ref), folded_name(alias), e.entity_id),
-            )
-
-    def insert_mention(self, ref: ScopeRef, entity_id: str, source: Source) -> None:
-        self.c.execute(
+        self.c.executemany(
+            "INSERT OR IGNORE INTO graph_aliases (tenant_id, scope, owner, folded, entity_id)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (*part, folded_name(a), e.entity_id)
+                for e in (*plan.new_entities, *plan.touched)
+                for a in e.aliases
+            ],
+        )
+        self.c.executemany(
             "INSERT INTO graph_mentions (tenant_id, scope, owner, entity_id, memory_id,"
             " memory_version) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
             " memory_version = excluded.memory_version",
-            (*_part(ref), entity_id, source.memory_id, source.memory_version),
+            [
+                (*part, ident, source.memory_id, source.memory_version)
+                for ident in dict.fromkeys(plan.entity_ids)
+            ],
         )
-
-    def current_facts(self, ref: ScopeRef, subject_id: str, predicate: str) -> list[Fact]:
-        rows = self.c.execute(
-            f"SELECT {_FACT} FROM graph_facts f WHERE {_PART} AND subject_id = ?"
-            " AND predicate = ? AND invalid_at IS NULL",
-            (*_part(ref), subject_id, predicate),
-        ).fetchall()
-        return decode_rows(_fact, rows, lambda r: r["fact_id"])
-
-    def insert_fact(self, f: Fact) -> None:
-        self.c.execute(
+        self.c.executemany(
             f"INSERT INTO graph_facts ({_FACT}) VALUES"
             " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                f.fact_id,
-                f.tenant_id,
-                f.scope.value,
-                f.owner,
-                f.subject_id,
-                f.predicate,
-                f.object_id,
-                f.value,
-                to_micros(f.valid_at),
-                None if f.invalid_at is None else to_micros(f.invalid_at),
-                None if f.observed_at is None else to_micros(f.observed_at),
-                to_micros(f.recorded_at),
-                None if f.expired_at is None else to_micros(f.expired_at),
-                f.memory_id,
-                f.memory_version,
-                f.extractor,
-                f.surface,
-                f.key_id,
-                f.invalidated_by,
-                f.invalidates,
-            ),
+            [_fact_row(f) for f in plan.facts],
         )
-
-    def close_fact(
-        self, ref: ScopeRef, fact_id: str, invalid_at: datetime, now: datetime, by: str
-    ) -> None:
-        self.c.execute(
+        self.c.executemany(
             f"UPDATE graph_facts SET invalid_at = ?, expired_at = ?, invalidated_by = ?"
             f" WHERE {_PART} AND fact_id = ? AND invalid_at IS NULL",
-            (to_micros(invalid_at), to_micros(now), by, *_part(ref), fact_id),
+            [
+                (to_micros(x.invalid_at), to_micros(now), x.by, *part, x.fact_id)
+                for x in plan.closes
+            ],
         )
+
+
+def _fact_row(f: Fact) -> tuple[object, ...]:
+    return (
+        f.fact_id,
+        f.tenant_id,
+        f.scope.value,
+        f.owner,
+        f.subject_id,
+        f.predicate,
+        f.object_id,
+        f.value,
+        to_micros(f.valid_at),
+        None if f.invalid_at is None else to_micros(f.invalid_at),
+        None if f.observed_at is None else to_micros(f.observed_at),
+        to_micros(f.recorded_at),
+        None if f.expired_at is None else to_micros(f.expired_at),
+        f.memory_id,
+        f.memory_version,
+        f.extractor,
+        f.surface,
+        f.key_id,
+        f.invalidated_by,
+        f.invalidates,
+    )
 
 
 class GraphTables:
