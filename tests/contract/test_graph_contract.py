@@ -242,3 +242,22 @@ def test_graph_001_hostile_ontology_names_are_refused(graph: GraphService, names
         graph.declare(ADMIN, predicates=names)
     assert exc.value.code == "invalid_name"
     assert graph.ontology("t1").single_valued == graph.ontology("t-none").single_valued
+
+
+def test_graph_001_recall_8_search_serves_the_graph_plane_when_asked(
+    service: MemoryService, graph: GraphService, alice: Principal
+) -> None:
+    from quipu.documents import DocumentService
+    from quipu.kv import KeyValueService
+    from quipu.search import SearchService
+
+    search = SearchService(service, DocumentService(service), KeyValueService(service))
+    m = service.remember(alice, "Anna works at Siemens.").memory
+    found = search.search(alice, "Where does Anna work?", planes=["facts", "graph"], k=6)
+    assert found["meta"]["sources_applied"] is True and found["meta"]["unserved_planes"] == []
+    rows = [r for r in found["results"] if r["plane"] == "graph"]
+    assert [(r["fact"]["predicate"], r["fact"]["object"]) for r in rows] == [
+        ("works_at", "Siemens")
+    ]
+    assert rows[0]["fact"]["memory_ids"] == [m.id] and found["results"][0]["plane"] == "graph"
+    assert all(r["plane"] != "graph" for r in search.search(alice, "Anna")["results"])
