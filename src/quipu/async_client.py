@@ -25,6 +25,7 @@ from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
 from quipu.remote import RunTokens, Subject
 from quipu.remote_governance import AsyncGovernanceCalls
+from quipu.remote_graph import AsyncGraphCalls
 from quipu.remote_index import AsyncIndexCalls
 from quipu.remote_knowledge import AsyncKnowledgeCalls
 from quipu.remote_planes import AsyncPlaneCalls
@@ -36,7 +37,9 @@ __all__ = ["AsyncClient", "AsyncRemoteSession"]
 T = TypeVar("T")
 
 
-class AsyncClient(AsyncGovernanceCalls, AsyncKnowledgeCalls, AsyncPlaneCalls, AsyncIndexCalls):
+class AsyncClient(
+    AsyncGovernanceCalls, AsyncKnowledgeCalls, AsyncPlaneCalls, AsyncIndexCalls, AsyncGraphCalls
+):
     """A Quipu server over HTTP, awaited: the methods of :class:`quipu.Client`, as
     coroutines. ``key`` is an API key or run token (none in local mode).
 

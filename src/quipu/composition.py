@@ -207,7 +207,7 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
         threadpool_limits(limits=settings.blas_threads, user_api="blas")
     store = build_store(settings)
     try:
-        return MemoryService(
+        service = MemoryService(
             store,
             embedder if embedder is not None else build_embedder(settings),
             Limits.from_settings(
@@ -220,6 +220,11 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
     except BaseException:
         store.close()
         raise
+    if settings.graph_extract:  # GRAPH-1: each new active memory read into the entity graph
+        from quipu.graph.service import GraphService
+
+        service.graph = GraphService(service)
+    return service
 
 
 def build_access(settings: Settings, store: Store) -> Access:

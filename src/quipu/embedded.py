@@ -30,6 +30,7 @@ from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.fanout import recall_across
 from quipu.governance import Erased, GovernanceService, Resolved
+from quipu.graph.service import Graph, GraphService
 from quipu.harvest import Receipt
 from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.knowledge import KnowledgeResult, KnowledgeService
@@ -113,6 +114,11 @@ class Quipu:
         #: The documents plane (DOC-1): ``documents.add(text, title=...)``, ``.search(q)``, ...
         self.documents = Documents(DocumentService(runtime.service), principal)
         self._search = SearchService(runtime.service, self.documents.service, self.kv.service)
+        #: The entity graph (GRAPH-1): ``graph.recall(q)``, ``graph.facts("Anna")``, ...
+        own = runtime.service.graph
+        self.graph = Graph(
+            own if isinstance(own, GraphService) else GraphService(self.service), principal
+        )
 
     # -- writes ------------------------------------------------------------------------------
     def remember(
@@ -547,6 +553,44 @@ class Quipu:
         if found is None:
             found = self.runtime.index = IndexService(self.service)
         return found
+
+    # -- entity graph (GRAPH-1): the answers of quipu.Client's graph methods ----------------
+    def graph_recall(
+        self,
+        query: str,
+        *,
+        scope: str = "agent",
+        hops: int = 1,
+        limit: int | None = None,
+        as_of: Instant | None = None,
+    ) -> dict[str, Any]:
+        """The entities ``query`` names in one scope and the facts within ``hops`` (0-2)."""
+        return self.graph.recall(query, scope=scope, hops=hops, limit=limit, as_of=as_of).to_dict()
+
+    def graph_facts(
+        self,
+        subject: str,
+        *,
+        scope: str = "agent",
+        as_of: Instant | None = None,
+        include_invalidated: bool = False,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """What is known about ``subject`` (a name, alias or entity id) in one scope."""
+        return self.graph.facts(
+            subject,
+            scope=scope,
+            as_of=as_of,
+            include_invalidated=include_invalidated,
+            limit=limit,
+        ).to_dict()
+
+    def graph_ontology(
+        self, *, types: Sequence[str] | None = None, predicates: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """The tenant's entity types and single-valued predicates (``types``/``predicates``
+        add some first)."""
+        return self.graph.declare(types=types, predicates=predicates)
 
     def close(self) -> None:
         self.documents.service.close()

@@ -19,6 +19,7 @@ from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import planes as plane_rules
 from quipu.core import validate
 from quipu.core.auth import Actor
+from quipu.core.graph import GraphSink
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -92,6 +93,7 @@ class MemoryService:
         #: Where recall hits go as usage events (RECALL-6): :class:`quipu.usage.UsageRecorder`,
         #: set by the composition root; None records nothing.
         self.usage: UsageSink | None = None
+        self.graph: GraphSink | None = None  # GRAPH-1: set by the composition root
 
     @property
     def limiter(self) -> RateLimiter | SharedRateLimiter | None:
@@ -238,6 +240,8 @@ class MemoryService:
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
             quota = lim.quota_per_owner
             corroborate_near(self.store, self._clock, quota, principal, ref, written.memory, vector)
+            if self.graph is not None:  # GRAPH-1: its entities and facts, no model call
+                self.graph.observe(written.memory)
         return written
 
     def revise(

@@ -37,6 +37,7 @@ from quipu.core.records import MemoryVersion, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
 from quipu.remote_governance import GovernanceCalls
+from quipu.remote_graph import GraphCalls
 from quipu.remote_index import IndexCalls
 from quipu.remote_knowledge import KnowledgeCalls
 from quipu.remote_planes import PlaneCalls
@@ -257,7 +258,7 @@ class RunTokens:
         )
 
 
-class Client(GovernanceCalls, KnowledgeCalls, PlaneCalls, IndexCalls):
+class Client(GovernanceCalls, KnowledgeCalls, PlaneCalls, IndexCalls, GraphCalls):
     """A Quipu server over HTTP. ``key`` is an API key or run token (none in local mode).
 
     ``timeout`` bounds each request (seconds, or an :class:`httpx.Timeout`); ``retry`` says

@@ -4,12 +4,15 @@
 - ``facts`` and ``notes``: the memory recall (:meth:`MemoryService.recall`), a row per memory;
 - ``documents``: document pointers (:meth:`DocumentService.search`), never a whole body;
 - ``kv``: the entry whose key is exactly the query (exact key match only, no meaning);
-- ``graph``: not built yet.
+- ``graph``: the facts about the entities the query names (:meth:`GraphService.recall`, one
+  hop), each naming the memories it came from; read only when the selector asks for it.
 
-Rows are merged in a deterministic order: an exact key match first, then by score (both
+Rows are merged in a deterministic order: an exact key match first, then the graph's facts (at
+most a third of ``k``, newest recorded first: they carry no score on the recall scale), then by
+score (both
 searching planes run the same recall pipeline, so their scores are on one scale), then plane,
 then id; at most ``k`` rows. A plane this configuration cannot serve (no embedder for
-documents, a corpus pinned to another model, the graph) is left out and named in
+documents, a corpus pinned to another model) is left out and named in
 ``meta.unserved_planes`` with its reason, and ``meta.sources_applied`` is false: never a
 silently narrower answer. One scope per call.
 """
@@ -26,10 +29,11 @@ from quipu.core.records import Principal
 from quipu.core.scopes import resolve_scope
 from quipu.documents import DocumentService
 from quipu.errors import Conflict, NotFound, Unavailable
+from quipu.graph.service import GraphService
 from quipu.kv import KeyValueService
 from quipu.memories import MemoryService
 
-#: What search reads when no selector is given: every plane there is.
+#: What search reads when no selector is given: every plane but the graph (ask for it).
 SEARCH_DEFAULT = frozenset({"facts", "notes", "documents", "kv"})
 _ORDER = {name: at for at, name in enumerate(plane_rules.PLANES)}
 
@@ -65,8 +69,20 @@ class SearchService:
         ref = resolve_scope(principal, scope)
         rows: list[dict[str, Any]] = []
         unserved: dict[str, str] = {}
+        facts: list[dict[str, Any]] = []
         if "graph" in chosen:
-            unserved["graph"] = "not_built"
+            own = self.memory.graph
+            graph = own if isinstance(own, GraphService) else GraphService(self.memory)
+            found_graph = graph.recall(principal, text, scope=scope, hops=1, limit=size)
+            for view in found_graph.facts[: max(1, size // 3)]:
+                facts.append(
+                    {
+                        "plane": "graph",
+                        "score": None,
+                        "id": view.fact.fact_id,
+                        "fact": view.to_dict(),
+                    }
+                )
         memory = chosen & plane_rules.MEMORY_PLANES
         if memory:
             found = self.memory.recall(principal, text, scope=scope, k=size, planes=sorted(memory))
@@ -106,7 +122,7 @@ class SearchService:
                 else:
                     exact.append({"plane": "kv", "score": 1.0, "id": key, "entry": entry.to_dict()})
         rows.sort(key=lambda r: (-float(r["score"]), _ORDER[r["plane"]], str(r["id"])))
-        results = (exact + rows)[:size]
+        results = (exact + facts + rows)[:size]
         for rank, row in enumerate(results, start=1):
             row["rank"] = rank
         counts = {name: sum(r["plane"] == name for r in results) for name in sorted(chosen)}

@@ -347,6 +347,13 @@ class Settings(BaseModel):
         "dropped and counted (HARVEST-1).",
     )
 
+    graph_extract: bool = Field(
+        True,
+        description="Read each newly remembered active memory into the entity graph (GRAPH-1): "
+        "entities and facts found by the deterministic extractor, no model call. Off: no graph "
+        "is built (graph_recall and list_facts then find nothing new).",
+    )
+
     @field_validator("*")
     @classmethod
     def _plain_text(cls, value: Any) -> Any:

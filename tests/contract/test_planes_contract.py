@@ -77,9 +77,10 @@ def test_recall_008_search_reads_every_plane(search: SearchService, alice: Princ
     assert all(r["plane"] != "kv" for r in search.search(alice, "cabinet")["results"])
     narrowed = search.search(alice, "backup drive", planes=["documents"])
     assert {r["plane"] for r in narrowed["results"]} == {"documents"}
+    # the graph plane (issue 26) is served when asked for: no entity named, no graph rows
     graph = search.search(alice, "backup drive", planes=["facts", "graph"])
-    assert graph["meta"]["sources_applied"] is False
-    assert graph["meta"]["unserved_planes"] == [{"plane": "graph", "reason": "not_built"}]
+    assert graph["meta"]["sources_applied"] is True and graph["meta"]["unserved_planes"] == []
+    assert "graph" in graph["meta"]["planes"]
 
 
 def test_recall_008_search_is_one_scope_and_isolated(

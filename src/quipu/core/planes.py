@@ -3,8 +3,8 @@ plane selector narrows a memory recall. Pure; no I/O.
 
 Memories of kind ``note`` form the ``notes`` plane, every other kind the ``facts`` plane;
 ``documents`` are the document chunks (DOC-1), ``kv`` the key/value entries (KV-1, exact key
-match only), ``graph`` the entity graph (not built yet: a request for it is answered with
-``sources_applied: false`` naming it, never silently dropped).
+match only), ``graph`` the entity graph's facts (GRAPH-1; served by search when asked for; the
+memory recall reads memory planes only and names it unserved, never silently dropped).
 """
 
 from __future__ import annotations

@@ -84,6 +84,8 @@ class Erasing(GovernanceBase):
         redacted = self.store.index_redact(principal.tenant_id, [ident])  # issue 24
         if redacted:
             report.add("memory_index_versions", redacted)
+        # GRAPH-1: the facts, mentions and now-unnamed entities read from the erased text.
+        report.add("graph_facts", self.store.graph_forget(principal.tenant_id, report.families))
         self.guard.audit(principal, "memory.erase", (ident,), reason=why, details=report.to_dict())
         tomb = self.store.get(ref, ident)
         assert tomb is not None
@@ -164,6 +166,9 @@ class Erasing(GovernanceBase):
                     redacted = self.store.index_redact(job.tenant_id, part.families)
                     if redacted:  # the compiled index keeps no erased words (issue 24)
                         part.add("memory_index_versions", redacted)
+                    if part.families:  # GRAPH-1: what the graph read from the erased text
+                        gone = self.store.graph_forget(job.tenant_id, part.families)
+                        part.add("graph_facts", gone)
                 elif stage in ("kv", "documents"):
                     part = self._erase_plane(stage, job.tenant_id, user, erasure)
                     done = part.counts.get("kv_keys" if stage == "kv" else "documents", 0)

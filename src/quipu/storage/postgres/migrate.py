@@ -50,6 +50,11 @@ DISTRIBUTED = (
     "memory_usage",
     "memory_index_versions",
     "index_sweep_marks",
+    "graph_entities",
+    "graph_aliases",
+    "graph_facts",
+    "graph_mentions",
+    "graph_ontology",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

@@ -43,6 +43,7 @@ from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
+from quipu.storage.sqlite.graph import GraphTables
 from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.index import IndexTables
 from quipu.storage.sqlite.knowledge import KnowledgeTables
@@ -82,6 +83,7 @@ class SQLiteStore(
     KnowledgeTables,
     SessionViews,
     IndexTables,
+    GraphTables,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 

@@ -20,6 +20,7 @@ from quipu.surfaces.http.routers import (
     admin,
     documents,
     governance,
+    graph,
     health,
     index,
     knowledge,
@@ -87,4 +88,5 @@ def create_app(
     app.include_router(search.router, responses=ERROR_RESPONSES)
     app.include_router(knowledge.router, responses=ERROR_RESPONSES)
     app.include_router(index.router, responses=ERROR_RESPONSES)
+    app.include_router(graph.router, responses=ERROR_RESPONSES)
     return app

@@ -92,3 +92,13 @@ class GraduateOut(_Open):
 
 class DocumentJobOut(_Open):
     """A large document's ingest job: ``status``, chunks ``embedded`` of ``total``, result."""
+
+
+class GraphAnswerOut(_Open):
+    """The entity graph's answer (GRAPH-1): ``entities`` (each with what ``matched`` it),
+    ``facts`` (subject, predicate, object or value, times, source ``memory_ids``),
+    ``memory_ids`` and ``meta``."""
+
+
+class GraphOntologyOut(_Open):
+    """The tenant's entity ``types`` and ``single_valued`` predicates (built-ins and its own)."""

@@ -42,6 +42,10 @@ def _line(row: Mapping[str, Any]) -> str:
     elif plane == "kv":
         e = row.get("entry", {})
         body = f"{e.get('key')} = {json.dumps(e.get('value'), ensure_ascii=False)}"
+    elif plane == "graph":
+        f = row.get("fact", {})
+        target = f.get("object") if f.get("object") is not None else f.get("value")
+        body = f"{f.get('subject')} {f.get('predicate')} {target} [from {f.get('memory_ids')}]"
     else:
         m = row.get("memory", {})
         body = f"[{m.get('id')} v{m.get('version')} {m.get('kind')}] {m.get('text')}"

@@ -31,6 +31,7 @@ from quipu.documents import DocumentService
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.fanout import recall_across
 from quipu.governance import GovernanceService
+from quipu.graph.service import GraphService
 from quipu.harvest import Harvester
 from quipu.jobs.visibility import job_handle
 from quipu.knowledge import KnowledgeService
@@ -47,6 +48,7 @@ from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
+from quipu.surfaces.mcp.graph import graph_tools
 from quipu.surfaces.mcp.index import index_tools
 from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.kv import kv_tools
@@ -448,6 +450,9 @@ def create_mcp_server(
         knowledge_tools(server, MergedRecall(KnowledgeService(service)), call)
         # the compiled memory index (issue 24, API-3): a tool and a resource
         index_tools(server, index or IndexService(service), call, principal_for_request, harvest)
+        # the entity graph (issue 26): the service's own when it builds one as it writes
+        own = service.graph
+        graph_tools(server, own if isinstance(own, GraphService) else GraphService(service), call)
     return server
 
 

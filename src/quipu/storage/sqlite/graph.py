@@ -1,0 +1,308 @@
+"""The entity graph on SQLite (a mixin of :class:`SQLiteStore`; GRAPH-1).
+
+A memory's extraction is written in one ``BEGIN IMMEDIATE`` transaction by
+:func:`quipu.storage.graph_rows.write_extraction`, so resolution and the closing of a
+contradicted fact see every earlier write of the scope. Reads return only facts whose source
+memory is currently active (a forgotten, quarantined or erased memory's facts are not read).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+
+from quipu.core.graph import Entity, Extraction, Fact, Ontology, Source, folded_name, head
+from quipu.core.records import Scope, ScopeRef
+from quipu.storage.decode import decode_rows, loads
+from quipu.storage.graph_rows import GraphWrite, write_extraction
+from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
+
+_PART = "tenant_id = ? AND scope = ? AND owner = ?"
+_ENTITY = "entity_id, tenant_id, scope, owner, name, type, aliases, first_seen, last_seen"
+_FACT = (
+    "fact_id, tenant_id, scope, owner, subject_id, predicate, object_id, value, valid_at,"
+    " invalid_at, observed_at, recorded_at, expired_at, memory_id, memory_version, extractor,"
+    " surface, key_id, invalidated_by, invalidates"
+)
+#: Source memories a fact may be read from: the family's current version is active.
+_ACTIVE = (
+    "EXISTS (SELECT 1 FROM memory_versions m WHERE m.tenant_id = f.tenant_id"
+    " AND m.id = f.memory_id AND m.is_current = 1 AND m.status = 'active')"
+)
+
+
+def _part(ref: ScopeRef) -> tuple[str, str, str]:
+    return ref.tenant_id, ref.scope.value, ref.owner
+
+
+def _marks(items: Sequence[object]) -> str:
+    return ",".join("?" for _ in items) or "NULL"
+
+
+class _SQL:
+    """:class:`quipu.storage.graph_rows.GraphSQL` on one SQLite transaction."""
+
+    def __init__(self, c: sqlite3.Connection) -> None:
+        self.c = c
+
+    def candidates(
+        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
+    ) -> list[Entity]:
+        rows = self.c.execute(
+            f"SELECT {_ENTITY} FROM graph_entities WHERE {_PART} AND (folded IN ({_marks(folded)})"
+            f" OR head IN ({_marks(heads)}) OR entity_id IN (SELECT entity_id FROM graph_aliases"
+            f" WHERE {_PART} AND folded IN ({_marks(folded)}))) ORDER BY first_seen, entity_id"
+            " LIMIT 500",
+            (*_part(ref), *folded, *heads, *_part(ref), *folded),
+        ).fetchall()
+        return decode_rows(_entity, rows, lambda r: r["entity_id"])
+
+    def read(
+        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str], predicates: Sequence[str]
+    ) -> tuple[list[Entity], list[Fact]]:
+        entities = self.candidates(ref, folded, heads)
+        ids = [e.entity_id for e in entities]
+        rows = self.c.execute(
+            f"SELECT {_FACT} FROM graph_facts f WHERE {_PART} AND invalid_at IS NULL"
+            f" AND subject_id IN ({_marks(ids)}) AND predicate IN ({_marks(predicates)})",
+            (*_part(ref), *ids, *predicates),
+        ).fetchall()
+        return entities, decode_rows(_fact, rows, lambda r: r["fact_id"])
+
+    def apply(self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime) -> None:
+        part = _part(ref)
+        self.c.executemany(
+            "INSERT INTO graph_entities (tenant_id, scope, owner, entity_id, name, folded, head,"
+            " type, aliases, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    *part,
+                    e.entity_id,
+                    e.name,
+                    folded_name(e.name),
+                    head(folded_name(e.name)),
+                    e.type,
+                    json.dumps(list(e.aliases)),
+                    to_micros(e.first_seen),
+                    to_micros(e.last_seen),
+                )
+                for e in plan.new_entities
+            ],
+        )
+        self.c.executemany(
+            f"UPDATE graph_entities SET last_seen = ?, aliases = ?, type = ? WHERE {_PART}"
+            " AND entity_id = ?",
+            [
+                (to_micros(now), json.dumps(list(e.aliases)), e.type, *part, e.entity_id)
+                for e in plan.touched
+            ],
+        )
+        self.c.executemany(
+            "INSERT OR IGNORE INTO graph_aliases (tenant_id, scope, owner, folded, entity_id)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (*part, folded_name(a), e.entity_id)
+                for e in (*plan.new_entities, *plan.touched)
+                for a in e.aliases
+            ],
+        )
+        self.c.executemany(
+            "INSERT INTO graph_mentions (tenant_id, scope, owner, entity_id, memory_id,"
+            " memory_version) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
+            " memory_version = excluded.memory_version",
+            [
+                (*part, ident, source.memory_id, source.memory_version)
+                for ident in dict.fromkeys(plan.entity_ids)
+            ],
+        )
+        self.c.executemany(
+            f"INSERT INTO graph_facts ({_FACT}) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [_fact_row(f) for f in plan.facts],
+        )
+        self.c.executemany(
+            f"UPDATE graph_facts SET invalid_at = ?, expired_at = ?, invalidated_by = ?"
+            f" WHERE {_PART} AND fact_id = ? AND invalid_at IS NULL",
+            [
+                (to_micros(x.invalid_at), to_micros(now), x.by, *part, x.fact_id)
+                for x in plan.closes
+            ],
+        )
+
+
+def _fact_row(f: Fact) -> tuple[object, ...]:
+    return (
+        f.fact_id,
+        f.tenant_id,
+        f.scope.value,
+        f.owner,
+        f.subject_id,
+        f.predicate,
+        f.object_id,
+        f.value,
+        to_micros(f.valid_at),
+        None if f.invalid_at is None else to_micros(f.invalid_at),
+        None if f.observed_at is None else to_micros(f.observed_at),
+        to_micros(f.recorded_at),
+        None if f.expired_at is None else to_micros(f.expired_at),
+        f.memory_id,
+        f.memory_version,
+        f.extractor,
+        f.surface,
+        f.key_id,
+        f.invalidated_by,
+        f.invalidates,
+    )
+
+
+class GraphTables:
+    """Needs the store's ``_tx()`` and ``_reader()``."""
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _reader(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def graph_write(
+        self,
+        ref: ScopeRef,
+        extraction: Extraction,
+        source: Source,
+        now: datetime,
+        ontology: Ontology,
+    ) -> GraphWrite:
+        with self._tx() as c:
+            return write_extraction(_SQL(c), ref, extraction, source, now, ontology)
+
+    def graph_lookup(
+        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
+    ) -> list[Entity]:
+        return _SQL(self._reader()).candidates(ref, folded, heads)
+
+    def graph_entities(self, ref: ScopeRef, entity_ids: Sequence[str]) -> list[Entity]:
+        ids = list(entity_ids)
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT {_ENTITY} FROM graph_entities WHERE {_PART}"
+                f" AND entity_id IN ({_marks(ids)})",
+                (*_part(ref), *ids),
+            )
+            .fetchall()
+        )
+        return decode_rows(_entity, rows, lambda r: r["entity_id"])
+
+    def graph_facts(self, ref: ScopeRef, entity_ids: Sequence[str], limit: int) -> list[Fact]:
+        ids = list(entity_ids)
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT {_FACT} FROM graph_facts f WHERE {_PART} AND {_ACTIVE} AND"
+                f" (subject_id IN ({_marks(ids)}) OR object_id IN ({_marks(ids)}))"
+                " ORDER BY recorded_at DESC, fact_id LIMIT ?",
+                (*_part(ref), *ids, *ids, limit),
+            )
+            .fetchall()
+        )
+        return decode_rows(_fact, rows, lambda r: r["fact_id"])
+
+    def graph_mentions(
+        self, ref: ScopeRef, entity_ids: Sequence[str], limit: int
+    ) -> list[tuple[str, str]]:
+        ids = list(entity_ids)
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT f.entity_id, f.memory_id FROM graph_mentions f WHERE {_PART} AND"
+                f" {_ACTIVE} AND f.entity_id IN ({_marks(ids)}) ORDER BY f.memory_id LIMIT ?",
+                (*_part(ref), *ids, limit),
+            )
+            .fetchall()
+        )
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def graph_forget(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        ids = list(memory_ids)
+        with self._tx() as c:
+            gone = c.execute(
+                f"DELETE FROM graph_facts WHERE tenant_id = ? AND memory_id IN ({_marks(ids)})",
+                (tenant_id, *ids),
+            ).rowcount
+            c.execute(
+                f"DELETE FROM graph_mentions WHERE tenant_id = ? AND memory_id IN ({_marks(ids)})",
+                (tenant_id, *ids),
+            )
+            # Entities no memory names any more go too (their names came from erased text).
+            orphans = (
+                "tenant_id = ? AND NOT EXISTS (SELECT 1 FROM graph_mentions m WHERE"
+                " m.tenant_id = e.tenant_id AND m.scope = e.scope AND m.owner = e.owner"
+                " AND m.entity_id = e.entity_id)"
+            )
+            c.execute(
+                "DELETE FROM graph_aliases WHERE tenant_id = ? AND entity_id IN (SELECT"
+                f" entity_id FROM graph_entities e WHERE {orphans})",
+                (tenant_id, tenant_id),
+            )
+            c.execute(f"DELETE FROM graph_entities AS e WHERE {orphans}", (tenant_id,))
+            return int(gone)
+
+    def graph_ontology(self, tenant_id: str) -> tuple[set[str], set[str]]:
+        rows = (
+            self._reader()
+            .execute("SELECT kind, name FROM graph_ontology WHERE tenant_id = ?", (tenant_id,))
+            .fetchall()
+        )
+        return {r[1] for r in rows if r[0] == "type"}, {r[1] for r in rows if r[0] == "predicate"}
+
+    def graph_declare(
+        self, tenant_id: str, kind: str, name: str, by: str | None, now: datetime
+    ) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO graph_ontology (tenant_id, kind, name, declared_by,"
+                " declared_at) VALUES (?, ?, ?, ?, ?)",
+                (tenant_id, kind, name, by, to_micros(now)),
+            )
+
+
+def _entity(r: sqlite3.Row) -> Entity:
+    return Entity(
+        entity_id=r["entity_id"],
+        tenant_id=r["tenant_id"],
+        scope=Scope(r["scope"]),
+        owner=r["owner"],
+        name=r["name"],
+        type=r["type"],
+        aliases=tuple(loads(r["aliases"])),
+        first_seen=from_micros(int(r["first_seen"])),
+        last_seen=from_micros(int(r["last_seen"])),
+    )
+
+
+def _fact(r: sqlite3.Row) -> Fact:
+    return Fact(
+        fact_id=r["fact_id"],
+        tenant_id=r["tenant_id"],
+        scope=Scope(r["scope"]),
+        owner=r["owner"],
+        subject_id=r["subject_id"],
+        predicate=r["predicate"],
+        object_id=r["object_id"],
+        value=r["value"],
+        valid_at=from_micros(int(r["valid_at"])),
+        invalid_at=from_micros_opt(r["invalid_at"]),
+        observed_at=from_micros_opt(r["observed_at"]),
+        recorded_at=from_micros(int(r["recorded_at"])),
+        expired_at=from_micros_opt(r["expired_at"]),
+        memory_id=r["memory_id"],
+        memory_version=int(r["memory_version"]),
+        extractor=r["extractor"],
+        surface=r["surface"],
+        key_id=r["key_id"],
+        invalidated_by=r["invalidated_by"],
+        invalidates=r["invalidates"],
+    )

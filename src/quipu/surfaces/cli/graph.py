@@ -1,0 +1,114 @@
+"""`quipu graph recall|facts|ontology`: the entity graph (GRAPH-1) from the shell, on a store
+(a file or a ``postgresql://`` URL), as the trusted local principal. Output is JSON; errors
+print their stable code and exit 1."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from quipu.errors import QuipuError
+from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from quipu.graph.service import Graph
+
+graph = typer.Typer(
+    help="The entity graph of one scope: recall around named entities, facts about a subject, "
+    "the tenant's ontology (GRAPH-1).",
+    no_args_is_help=True,
+)
+err = Console(stderr=True)
+
+Scope = Annotated[str, typer.Option(help="agent, user, agent_user or tenant (one scope).")]
+AsOf = Annotated[str | None, typer.Option(help="Answer as of this ISO-8601 time.")]
+Limit = Annotated[int | None, typer.Option(help="Most facts to return (1-200).")]
+
+
+def _run(db: str | None, config: Path | None, action: Callable[[Graph], Any]) -> None:
+    """``action`` on the graph of the store ``--db`` names; prints its JSON."""
+    from quipu.composition import build_service, local_principal
+    from quipu.graph.service import Graph, GraphService
+
+    settings = settings_or_exit(db, config)
+    try:
+        service = build_service(settings)
+    except QuipuError as exc:
+        fail(exc, 2)
+    try:
+        plane = Graph(GraphService(service), local_principal(settings, "cli"))
+        typer.echo(json.dumps(action(plane), ensure_ascii=False, indent=2))
+    except QuipuError as exc:
+        err.print(f"[red]{escape(exc.code)}:[/red] {escape(exc.message)}")
+        if exc.details:
+            err.print(escape(json.dumps(exc.details, default=str)))
+        raise typer.Exit(1) from None
+    finally:
+        service.close()
+        service.store.close()
+
+
+@graph.command("recall")
+def recall(
+    query: str,
+    db: Db = None,
+    config: Config = None,
+    scope: Scope = "agent",
+    hops: Annotated[int, typer.Option(help="Steps from the named entities (0-2).")] = 1,
+    limit: Limit = None,
+    as_of: AsOf = None,
+) -> None:
+    """The entities QUERY names and the facts within HOPS of them."""
+    _run(
+        db,
+        config,
+        lambda g: g.recall(query, scope=scope, hops=hops, limit=limit, as_of=as_of).to_dict(),
+    )
+
+
+@graph.command("facts")
+def facts(
+    subject: str,
+    db: Db = None,
+    config: Config = None,
+    scope: Scope = "agent",
+    as_of: AsOf = None,
+    include_invalidated: Annotated[
+        bool, typer.Option(help="Also facts a later fact replaced.")
+    ] = False,
+    limit: Limit = None,
+) -> None:
+    """What is known about SUBJECT (a name, alias or entity id)."""
+    _run(
+        db,
+        config,
+        lambda g: g.facts(
+            subject,
+            scope=scope,
+            as_of=as_of,
+            include_invalidated=include_invalidated,
+            limit=limit,
+        ).to_dict(),
+    )
+
+
+@graph.command("ontology")
+def ontology(
+    db: Db = None,
+    config: Config = None,
+    type_: Annotated[
+        list[str] | None, typer.Option("--type", help="An entity type to add (repeatable).")
+    ] = None,
+    predicate: Annotated[
+        list[str] | None,
+        typer.Option(help="A predicate to make single-valued (repeatable)."),
+    ] = None,
+) -> None:
+    """The tenant's entity types and single-valued predicates; --type/--predicate add some."""
+    _run(db, config, lambda g: g.declare(types=type_, predicates=predicate))
