@@ -15,32 +15,27 @@ from types import TracebackType
 from typing import Any
 
 from quipu.composition import build_runtime, build_service, load_settings, local_principal
-from quipu.consolidation.index import IndexService, IndexView
 from quipu.core import validate
 from quipu.core.auth import AuditEvent
 from quipu.core.governance import Hold, Project, Snapshot, SubjectInfo
 from quipu.core.jobs import Job
-from quipu.core.knowledge import ArticleVersion, ArticleWrite
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.documents import Documents, DocumentService
+from quipu.embedded_planes import IndexGraphVerbs, KnowledgeVerbs
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.fanout import recall_across
 from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.graph.service import Graph, GraphService
-from quipu.harvest import Receipt
 from quipu.jobs.visibility import visible_job, visible_jobs
-from quipu.knowledge import KnowledgeResult, KnowledgeService
 from quipu.kv import KeyValues, KeyValueService
-from quipu.recall_context import ContextResult, MergedRecall
 from quipu.runtime import Runtime
 from quipu.search import SearchService
 from quipu.settings import Settings
 from quipu.storage.base import Vector
-from quipu.usage import Graduated, Graduation
 from quipu.wire import Instant, job_is_done
 
 #: How long ``Session.promote(wait=True)`` waits for a job another thread is running.
@@ -99,7 +94,7 @@ class Session:
             pause = min(0.5, pause * 2)
 
 
-class Quipu:
+class Quipu(KnowledgeVerbs, IndexGraphVerbs):
     """A memory store opened in this process. Thread-safe; close it (or use ``with``).
 
     Its methods are those of :class:`quipu.remote.MemoryClient`, with the same signatures as
@@ -399,199 +394,6 @@ class Quipu:
         name = validate.identifier(reviewer, field="reviewer")
         return replace(self.principal, key_id=f"reviewer:{name}")
 
-    # -- knowledge, merged recall and graduation (KNOW-1/2, RECALL-9, GRAD-1) ----------------
-    @property
-    def merged(self) -> MergedRecall:
-        """The knowledge plane and merged recall over this client's store (made on first use)."""
-        found: MergedRecall | None = self.__dict__.get("_merged")
-        if found is None:
-            found = self.__dict__["_merged"] = MergedRecall(KnowledgeService(self.runtime.service))
-        return found
-
-    def knowledge_create(
-        self,
-        title: str,
-        body: str,
-        *,
-        category: str | None = None,
-        tags: Sequence[str] | None = None,
-        project: str | None = None,
-        visibility: str = "tenant",
-        status: str = "published",
-    ) -> ArticleWrite:
-        """Write an article through the novelty gate (KNOW-2)."""
-        return self.merged.knowledge.create(
-            self.principal,
-            title,
-            body,
-            category=category,
-            tags=tags,
-            project=project,
-            visibility=visibility,
-            status=status,
-        )
-
-    def knowledge_update(
-        self,
-        article_id: str,
-        *,
-        expected_version: int,
-        title: str | None = None,
-        body: str | None = None,
-        category: str | None = None,
-        tags: Sequence[str] | None = None,
-        visibility: str | None = None,
-        status: str | None = None,
-        reason: str | None = None,
-    ) -> ArticleWrite:
-        return self.merged.knowledge.update(
-            self.principal,
-            article_id,
-            expected_version=expected_version,
-            title=title,
-            body=body,
-            category=category,
-            tags=tags,
-            visibility=visibility,
-            status=status,
-            reason=reason,
-        )
-
-    def knowledge_get(self, article_id: str, *, as_of: Instant | None = None) -> ArticleVersion:
-        return self.merged.knowledge.get(self.principal, article_id, as_of=as_of)
-
-    def knowledge_search(
-        self,
-        query: str,
-        *,
-        k: int | None = None,
-        category: str | None = None,
-        tags: Sequence[str] | None = None,
-        project: str | None = None,
-    ) -> KnowledgeResult:
-        """Rows ``{id, title, category, tags, score, snippet}``."""
-        return self.merged.knowledge.search(
-            self.principal, query, k=k, category=category, tags=tags, project=project
-        )
-
-    def recall_context(
-        self,
-        query: str,
-        *,
-        scopes: Sequence[str] = ("agent",),
-        include_knowledge: bool = True,
-        budget_tokens: int = 2000,
-        session_id: str | None = None,
-        k: int | None = None,
-        project: str | None = None,
-        diversity: Mapping[str, Any] | None = None,
-    ) -> ContextResult:
-        """Memory of several scopes and knowledge in one ranked, budgeted list (RECALL-9)."""
-        return self.merged.recall_context(
-            self.principal,
-            query,
-            scopes=list(scopes),
-            include_knowledge=include_knowledge,
-            budget_tokens=budget_tokens,
-            session_id=session_id,
-            k=k,
-            project=project,
-            diversity=None if diversity is None else dict(diversity),
-        )
-
-    def recall_referenced(self, recall_id: str, ids: Sequence[str]) -> dict[str, Any]:
-        return self.merged.referenced(self.principal, recall_id, list(ids))
-
-    def graduate(self, memory_id: str, *, re_scope: str | None = None) -> Graduated:
-        """Graduate one of this principal's memories into a knowledge article (GRAD-1)."""
-        return Graduation(self.merged.knowledge).graduate(
-            self.principal, memory_id, re_scope=re_scope
-        )
-
-    # -- the compiled memory index and harvest (issue 24) ------------------------------------
-    def index_get(self, *, scope: str = "agent") -> IndexView:
-        """The scope's compiled memory index, framed as data (CONSOL-1, API-3); an empty one
-        flagged ``degraded`` when the store cannot be read, never an error."""
-        return self._index.get(self.principal, scope=scope)
-
-    def index_history(
-        self, *, scope: str = "agent", before: int | None = None, limit: int | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        return self._index.history(self.principal, scope=scope, before=before, limit=limit)
-
-    def index_diff(
-        self,
-        from_version: int | None = None,
-        to_version: int | None = None,
-        *,
-        scope: str = "agent",
-    ) -> dict[str, Any]:
-        return self._index.diff(self.principal, from_version, to_version, scope=scope)
-
-    def index_rebuild(self, *, scope: str = "agent") -> dict[str, Any]:
-        """Compile the scope's index now (the worker's sweep does it after writes)."""
-        return self._index.rebuild(self.principal, scope=scope).to_dict()
-
-    def harvest(
-        self,
-        spans: Sequence[str | dict[str, str]],
-        *,
-        boundary: str = "compaction",
-        scope: str = "agent",
-        session_id: str | None = None,
-    ) -> Receipt:
-        """Hand over spans about to leave the context window (HARVEST-1); answers at once,
-        extraction runs on a background thread over the whole batch."""
-        assert self.runtime.harvest is not None
-        return self.runtime.harvest.harvest(
-            self.principal, list(spans), boundary=boundary, scope=scope, session_id=session_id
-        )
-
-    @property
-    def _index(self) -> IndexService:
-        found = self.runtime.index
-        if found is None:
-            found = self.runtime.index = IndexService(self.service)
-        return found
-
-    # -- entity graph (GRAPH-1): the answers of quipu.Client's graph methods ----------------
-    def graph_recall(
-        self,
-        query: str,
-        *,
-        scope: str = "agent",
-        hops: int = 1,
-        limit: int | None = None,
-        as_of: Instant | None = None,
-    ) -> dict[str, Any]:
-        """The entities ``query`` names in one scope and the facts within ``hops`` (0-2)."""
-        return self.graph.recall(query, scope=scope, hops=hops, limit=limit, as_of=as_of).to_dict()
-
-    def graph_facts(
-        self,
-        subject: str,
-        *,
-        scope: str = "agent",
-        as_of: Instant | None = None,
-        include_invalidated: bool = False,
-        limit: int | None = None,
-    ) -> dict[str, Any]:
-        """What is known about ``subject`` (a name, alias or entity id) in one scope."""
-        return self.graph.facts(
-            subject,
-            scope=scope,
-            as_of=as_of,
-            include_invalidated=include_invalidated,
-            limit=limit,
-        ).to_dict()
-
-    def graph_ontology(
-        self, *, types: Sequence[str] | None = None, predicates: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        """The tenant's entity types and single-valued predicates (``types``/``predicates``
-        add some first)."""
-        return self.graph.declare(types=types, predicates=predicates)
-
     def close(self) -> None:
         self.documents.service.close()
         merged = self.__dict__.pop("_merged", None)
@@ -695,13 +497,6 @@ class Quipu:
         options = _options(locals())
         del options["query"], options["scopes"], options["k"]
         return recall_across(self.service, self.principal, query, list(scopes), k=k, **options)
-
-    def knowledge_history(self, article_id: str) -> builtins.list[ArticleVersion]:
-        """Every version of an article, oldest first."""
-        return self.merged.knowledge.history(self.principal, article_id)
-
-    def knowledge_erase(self, article_id: str, *, reason: str) -> bool:
-        return self.merged.knowledge.erase(self.principal, article_id, reason=reason)
 
 
 def _options(values: dict[str, Any]) -> dict[str, Any]:
