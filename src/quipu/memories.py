@@ -234,7 +234,10 @@ class MemoryService:
         )
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
             quota = lim.quota_per_owner
-            corroborate_near(self.store, self._clock, quota, principal, ref, written.memory, vector)
+            latest = corroborate_near(
+                self.store, self._clock, quota, principal, ref, written, vector
+            )
+            return WriteResult(latest, created=True)
         return written
 
     def revise(
