@@ -14,7 +14,15 @@ from datetime import datetime
 from quipu.core.auth import Actor
 from quipu.core.governance import corroboration
 from quipu.core.query import Filters
-from quipu.core.records import MemoryVersion, Principal, ScopeRef, Source, Status, Trust
+from quipu.core.records import (
+    MemoryVersion,
+    Principal,
+    ScopeRef,
+    Source,
+    Status,
+    Trust,
+    WriteResult,
+)
 from quipu.errors import Conflict
 from quipu.storage.base import Store, Vector
 
@@ -59,27 +67,29 @@ def corroborate_near(
     quota: int,
     principal: Principal,
     ref: ScopeRef,
-    written: MemoryVersion,
+    result: WriteResult,
     vector: Vector | None,
     threshold: float = NEAR_CORROBORATION,
-) -> list[MemoryVersion]:
-    """The unverified live memories of ``written``'s partition and project that ``written``
-    restates in near-identical meaning, each verified when ``written`` is an independent
-    source for it; those verified."""
+) -> MemoryVersion:
+    """Verify each unverified live memory of the written memory's partition and project that
+    it restates in near-identical meaning, when it is an independent source for it. Two
+    statements from different sessions corroborate each other: an unverified written memory
+    is verified too (a promotion may supersede the older one with it next, and the trust must
+    survive that). Answers the written memory as it is after."""
+    written = result.memory
     if vector is None or written.status is not Status.ACTIVE:
-        return []
+        return written
     flt = Filters(
         statuses=frozenset({Status.ACTIVE}), sources=UNVERIFIED_SOURCES, project=written.project
     )
     found, _ = store.vector_candidates(ref, vector, flt, NEAR_CANDIDATES)
     near = {c.key: c.score for c in found if c.score >= threshold}
-    done: list[MemoryVersion] = []
     for key, existing in store.load(list(near)).items():
         if existing.id == written.id or existing.trust is not Trust.UNVERIFIED:
             continue
         if not existing.is_current or existing.project != written.project:
             continue
         after = corroborate(store, clock, quota, principal, ref, existing, written, near[key])
-        if after is not existing:
-            done.append(after)
-    return done
+        if after is not existing and written.trust is Trust.UNVERIFIED:  # symmetric (sessions)
+            written = corroborate(store, clock, quota, principal, ref, written, existing, near[key])
+    return written

@@ -229,19 +229,17 @@ class MemoryService:
         vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
-        written = self.store.insert(
-            ref,
-            memory,
-            vector,
-            embedding_key(body) if vector is not None else None,
-            lim.quota_per_owner,
-            by=Actor.of(principal),
-        )
+        key = embedding_key(body) if vector is not None else None
+        by = Actor.of(principal)
+        written = self.store.insert(ref, memory, vector, key, lim.quota_per_owner, by=by)
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
             quota = lim.quota_per_owner
-            corroborate_near(self.store, self._clock, quota, principal, ref, written.memory, vector)
             if self.graph is not None:  # GRAPH-1: its entities and facts, no model call
                 self.graph.observe(written.memory)
+            latest = corroborate_near(
+                self.store, self._clock, quota, principal, ref, written, vector
+            )
+            return WriteResult(latest, created=True)
         return written
 
     def revise(

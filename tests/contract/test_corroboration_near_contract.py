@@ -56,7 +56,16 @@ def test_consol_003_a_near_restatement_in_another_session_corroborates(
     ).memory
     service.remember(PLANNER, RESTATED, scope="user", source="promoted", session_id="s-1")
     assert service.get(PLANNER, first.id).trust is Trust.UNVERIFIED
-    service.remember(PLANNER, RESTATED + " too", scope="user", source="promoted", session_id="s-2")
+    later = service.remember(
+        PLANNER, RESTATED + " too", scope="user", source="promoted", session_id="s-2"
+    ).memory
     m = service.get(PLANNER, first.id)
     assert (m.trust, m.provenance.verdict) == (Trust.VERIFIED, "corroborated")
     assert m.reason is not None and "another session" in m.reason
+    assert later.version == 2  # the write answers the memory as it is now
+    both = service.get(PLANNER, later.id)  # each session corroborates the other
+    assert (both.version, both.trust, both.provenance.verdict) == (
+        2,
+        Trust.VERIFIED,
+        "corroborated",
+    )
