@@ -9,6 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from quipu.embeddings.local import LocalEmbedder
 from quipu.surfaces.cli.app import app
 
 runner = CliRunner()
@@ -72,3 +73,48 @@ def test_know_001_article_arguments_refused_with_their_code(tmp_path: Path) -> N
     assert missing.exit_code == 1 and "invalid_file:" in missing.stderr
     bad_id = runner.invoke(app, ["articles", "show", "../etc", "--db", db])
     assert bad_id.exit_code == 1 and "Traceback" not in bad_id.output
+
+
+def test_know_001_articles_on_a_server(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    """`--db http://…`: the same commands are requests to the server through quipu.Client;
+    the server's refusal comes back with its code (a key without the erase grant)."""
+    from quipu.auth.access import Access
+    from quipu.composition import load_settings
+    from quipu.surfaces.http.server import build_server
+    from tests.support.live_server import LiveServer
+
+    settings = load_settings(
+        {"database": str(tmp_path / "srv.db"), "auth": True, "worker_embedded": False},
+        environ={},
+    )
+    api, runtime = build_server(settings, embedder=local_embedder)
+    access: Access = api.state.access
+    access.create_tenant("t")
+    admin = access.create_key("t", "admin", agent_id="ops")[1]
+    agent = access.create_key("t", "agent", agent_id="a1", user_id="u1")[1]
+    live = LiveServer(api)
+    try:
+        as_admin = {"QUIPU_API_KEY": admin, "QUIPU_DATABASE": None}
+        made = runner.invoke(
+            app,
+            ["articles", "write", "On-call", "--body", "The rota flips on Mondays.",
+             "--db", live.url, "--json"],
+            env=as_admin,
+        )  # fmt: skip
+        assert made.exit_code == 0, made.output
+        article_id = json.loads(made.stdout)["article"]["id"]
+        found = runner.invoke(
+            app,
+            ["articles", "search", "when does the rota flip", "--db", live.url, "--json"],
+            env={"QUIPU_API_KEY": agent, "QUIPU_DATABASE": None},
+        )
+        assert json.loads(found.stdout)["results"][0]["id"] == article_id
+        refused = runner.invoke(
+            app,
+            ["articles", "erase", article_id, "--reason", "mine?", "--db", live.url],
+            env={"QUIPU_API_KEY": agent, "QUIPU_DATABASE": None},
+        )
+        assert refused.exit_code == 1 and "erase_forbidden:" in refused.stderr
+    finally:
+        live.close()
+        runtime.close()
