@@ -29,7 +29,7 @@ from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.governance import Erased, GovernanceService, Resolved
-from quipu.harvest import Receipt
+from quipu.harvest import Harvester, Receipt
 from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.knowledge import KnowledgeResult, KnowledgeService
 from quipu.kv import KeyValues, KeyValueService
@@ -533,7 +533,10 @@ class Quipu:
     ) -> Receipt:
         """Hand over spans about to leave the context window (HARVEST-1); answers at once,
         extraction runs on a background thread over the whole batch."""
-        assert self.runtime.harvest is not None
+        if self.runtime.harvest is None:  # a runtime built without one: the bundled rules
+            from quipu.extraction.deterministic import DeterministicExtractor
+
+            self.runtime.harvest = Harvester(self.service, DeterministicExtractor())
         return self.runtime.harvest.harvest(
             self.principal, list(spans), boundary=boundary, scope=scope, session_id=session_id
         )
