@@ -12,7 +12,7 @@ from quipu.consolidation.index import IndexService, IndexView
 from quipu.core.knowledge import ArticleVersion, ArticleWrite
 from quipu.core.records import Principal
 from quipu.graph.service import Graph
-from quipu.harvest import Receipt
+from quipu.harvest import Harvester, Receipt
 from quipu.knowledge import KnowledgeResult, KnowledgeService
 from quipu.memories import MemoryService
 from quipu.recall_context import ContextResult, MergedRecall
@@ -186,7 +186,10 @@ class IndexGraphVerbs:
     ) -> Receipt:
         """Hand over spans about to leave the context window (HARVEST-1); answers at once,
         extraction runs on a background thread over the whole batch."""
-        assert self.runtime.harvest is not None
+        if self.runtime.harvest is None:  # a runtime built without one: the bundled rules
+            from quipu.extraction.deterministic import DeterministicExtractor
+
+            self.runtime.harvest = Harvester(self.service, DeterministicExtractor())
         return self.runtime.harvest.harvest(
             self.principal, list(spans), boundary=boundary, scope=scope, session_id=session_id
         )

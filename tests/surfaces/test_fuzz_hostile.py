@@ -44,6 +44,7 @@ from quipu.surfaces.http.server import build_server
 from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 from quipu.surfaces.mcp.documents import DOCUMENT_TOOL_NAMES
 from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
+from quipu.surfaces.mcp.index import INDEX_TOOL_NAMES
 from quipu.surfaces.mcp.knowledge import KNOWLEDGE_TOOL_NAMES
 from quipu.surfaces.mcp.kv import KV_TOOL_NAMES
 from quipu.surfaces.mcp.search import SEARCH_TOOL_NAMES
@@ -423,6 +424,7 @@ TOOLS = [
     *DOCUMENT_TOOL_NAMES,
     *SEARCH_TOOL_NAMES,
     *KNOWLEDGE_TOOL_NAMES,  # issue 25
+    *INDEX_TOOL_NAMES,  # issue 24
 ]
 TOOL_VALID = {**VALID, "session_id": "s1"}
 

@@ -224,9 +224,18 @@ def test_api_3_clients_sync_async_and_degraded(
 
 
 def test_api_3_library_index_and_harvest(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
-    with quipu.open(tmp_path / "lib.db", embedder=local_embedder, worker_embedded=False) as mem:
+    with quipu.open(
+        tmp_path / "lib.db",
+        embedder=local_embedder,
+        worker_embedded=False,
+        index_debounce_seconds=0,
+        index_cache_seconds=0,
+    ) as mem:
         mem.remember("User drinks oat milk.")
-        assert mem.index_rebuild()["version"] == 1
+        # the worker's periodic sweep enqueues the scope's rebuild and runs it (CONSOL-1)
+        assert mem.runtime.worker.schedule() >= 1
+        mem.runtime.worker.drain()
+        assert mem.index_get().version == 1
         assert any("oat milk" in line for line in mem.index_get().lines)
         receipt = mem.harvest(["My sister Ana is a nurse.", "She lives in Faro."])
         assert receipt.accepted
