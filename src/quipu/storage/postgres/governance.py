@@ -64,6 +64,11 @@ CONTENT_TABLES = (
     "knowledge_versions",
     "usage_events",
     "memory_usage",
+    "memory_index_versions",  # an erasure rewrites the index versions that quoted it
+    "graph_entities",  # and deletes what the graph read from its text
+    "graph_aliases",
+    "graph_facts",
+    "graph_mentions",
 )
 
 
