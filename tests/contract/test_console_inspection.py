@@ -4,6 +4,9 @@ memories written in them; the tenant's subjects for a tenant admin; and who is r
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from quipu.core.records import Principal, Role
@@ -11,6 +14,7 @@ from quipu.errors import Forbidden, InvalidInput, NotFound
 from quipu.inspection import Inspection
 from quipu.memories import MemoryService
 from quipu.sessions import SessionService
+from quipu.storage.sqlite.store import SQLiteStore
 
 ADMIN = Principal("t1", "key-admin", Role.ADMIN)
 OTHER_ADMIN = Principal("t2", "key-admin2", Role.ADMIN)
@@ -105,3 +109,32 @@ def test_ops_4_a_tenant_admin_lists_its_subjects_and_a_non_admin_is_refused(
             look.session(who, f"alice{SEP}u-alice", "s-1")
         with pytest.raises(Forbidden):
             look.articles(who)
+
+
+def test_ops_4_a_turn_another_tool_wrote_badly_still_reads(tmp_path: Path) -> None:
+    """Issue 29 (hostile text; issue 20's rule that reads never 500 on a stored row): a turn
+    written around the write boundary as invalid UTF-8 (a lone surrogate's bytes), with a NUL
+    and markup, or with a lone-surrogate escape in its metadata, reads with U+FFFD in place,
+    so the console's session page (and the API's turns) answer instead of failing. SQLite
+    only: PostgreSQL refuses such bytes and NUL in text on write."""
+    store = SQLiteStore(tmp_path / "raw.db")
+    try:
+        writer = Principal("t1", "key-a", Role.AGENT, agent_id="a", user_id="u")
+        SessionService(store).append(writer, "s-raw", "user", "first")
+        SessionService(store).append(writer, "s-raw", "user", "second")
+        with sqlite3.connect(tmp_path / "raw.db") as raw:
+            raw.execute(
+                "UPDATE session_turns SET content = CAST(X'61EDA08062' AS TEXT) WHERE seq = 1"
+            )
+            raw.execute(
+                "UPDATE session_turns SET content = ?, metadata = ? WHERE seq = 2",
+                ("nul\x00<script>x</script>", '{"k": "\\ud800"}'),
+            )
+        view = Inspection(MemoryService(store, None)).session(ADMIN, f"a{SEP}u", "s-raw")
+        assert [t.content for t in view.turns] == [
+            "a\ufffd\ufffd\ufffdb",
+            "nul\x00<script>x</script>",
+        ]
+        assert view.turns[1].metadata == {"k": "\ufffd"}
+    finally:
+        store.close()

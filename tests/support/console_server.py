@@ -92,9 +92,9 @@ def start(db: str, workdir: Path) -> ConsoleServer:
     return serve(db, workdir, make_keys(db))
 
 
-def serve(db: str, workdir: Path, keys: dict[str, str], *, wait: float = 90) -> ConsoleServer:
+def serve(db: str, workdir: Path, keys: dict[str, str], *, wait: float = 300) -> ConsoleServer:
     """`quipu serve --auth` on ``db`` (already holding ``keys``), up and healthy within
-    ``wait`` seconds."""
+    ``wait`` seconds (its worker processes load the model: minutes on a loaded machine)."""
     port = free_port()
     env = {
         **os.environ,

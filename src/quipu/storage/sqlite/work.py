@@ -26,6 +26,8 @@ from quipu.core.sessions import (
 )
 from quipu.errors import LimitExceeded
 from quipu.storage.admission import admit_turn
+from quipu.storage.decode import loads
+from quipu.storage.sqlite.rows import fetch_all
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
 
 _JOB_COLUMNS = (
@@ -149,7 +151,8 @@ class WorkTables:
     def session_turns(
         self, key: SessionKey, after_seq: int, limit: int, now: datetime
     ) -> list[SessionTurn]:
-        rows = self._reader().execute(
+        rows = fetch_all(  # a turn another tool wrote as invalid UTF-8 reads as U+FFFD
+            self._reader(),
             "SELECT seq, role, content, metadata, created_at, expires_at, observed_at"
             " FROM session_turns WHERE tenant_id = ? AND owner = ? AND session_id = ? AND seq > ?"
             " AND expires_at > ? ORDER BY seq LIMIT ?",
@@ -161,7 +164,7 @@ class WorkTables:
                 r[0],
                 r[1],
                 r[2],
-                json.loads(r[3]),
+                loads(r[3]),
                 from_micros(r[4]),
                 from_micros(r[5]),
                 from_micros_opt(r[6]),
