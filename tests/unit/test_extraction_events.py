@@ -31,6 +31,7 @@ def _facts(text: str, revision: int | None = None) -> list[str]:
             "User spent 70 hours restoring their grandfather's oak desk in 2022",
         ),
         ("I took a pottery class in March.", "User took a pottery class in March"),
+        ("Since I live in Porto, which gym should I join?", "User lives in Porto"),
     ],
 )
 def test_issue24_past_events_amounts_and_durations_become_facts(said: str, fact: str) -> None:

@@ -297,7 +297,7 @@ class DeterministicExtractor(Extractor):
             body = ("I'm " if _SUBJECTLESS_BE.match(lowered) else "I ") + lowered
         we_as = context_for_we(body) or household
         if self.revision >= 2:
-            body = lead_time_moved(body) or body
+            body = lead_time_moved(_SUBORDINATOR.sub("", body)) or _SUBORDINATOR.sub("", body)
         findings, old_value = _classify_with_contrast(body, we_as)
         if not findings and self.revision >= 2:
             event = event_finding(body, canonical(body), we_as=we_as)
@@ -429,6 +429,13 @@ class DeterministicExtractor(Extractor):
 
 
 # ---------------------------------------------------------------------- helpers
+
+#: "Since I live in Porto, which gym ...": the reason clause states a fact (revision 2); left in
+#: place, the lead would be moved to the end ("User lives in Porto since").
+_SUBORDINATOR = re.compile(
+    r"^(?:since|because|as|given that|now that|considering that)\s+(?=(?:i|we|my|our)\b)",
+    re.IGNORECASE,
+)
 
 
 def _classify_with_contrast(body: str, we_as: str) -> tuple[list[Finding], str | None]:

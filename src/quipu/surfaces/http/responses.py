@@ -27,6 +27,10 @@ class ProvenanceOut(Answer):
     model: str | None = None
     prompt_version: str | None = None
     quote: str | None = None
+    turn_seq: int | None = None
+    turn_role: str | None = None
+    turn_start: int | None = None
+    turn_end: int | None = None
 
 
 class MemoryOut(Answer):
