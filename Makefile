@@ -40,10 +40,13 @@ unit: $(STAMP)
 # source the first time, 4-7 min on 2 cores, needs root and apt: docs/scale-out.md, "Testing"),
 # which is built and started while the venv is made and lint and mypy run. The console's browser
 # tests need Debian's Chromium: installed first when missing (docs/testing-browser.md).
+# pytest runs in TEST_WORKERS processes (pytest-xdist), whole files to a process so each file's
+# servers and browser start once; `make test TEST_WORKERS=0` runs it in this process.
+TEST_WORKERS ?= 2
 test:
 	bash scripts/ensure-chromium.sh
 	bash scripts/with-citus.sh --meanwhile '$(MAKE) --no-print-directory lint typecheck' \
-		bash scripts/with-testdb.sh $(BIN)/pytest -q
+		bash scripts/with-testdb.sh $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
