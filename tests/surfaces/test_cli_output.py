@@ -41,6 +41,9 @@ NO_JSON_FLAG = {
     "quipu documents read",
     "quipu documents list",
     "quipu documents delete",
+    "quipu graph recall",
+    "quipu graph facts",
+    "quipu graph ontology",
 }
 
 

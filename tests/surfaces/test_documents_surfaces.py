@@ -227,7 +227,7 @@ def test_recall_008_search_on_http_and_mcp(
             r = await mcp.call_tool("memory_search", {"query": "pump manual"})
             assert not r.is_error and r.structured_content["results"][0]["plane"] == "facts"
             r = await mcp.call_tool("memory_search", {"query": "pump", "planes": ["graph"]})
-            assert r.structured_content["meta"]["sources_applied"] is False
+            assert r.structured_content["meta"]["sources_applied"] is True  # issue 26: served
 
     anyio.run(main)
     service.store.close()

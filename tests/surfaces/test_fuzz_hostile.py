@@ -44,6 +44,7 @@ from quipu.surfaces.http.server import build_server
 from quipu.surfaces.mcp import create_mcp_server, fixed_principal
 from quipu.surfaces.mcp.documents import DOCUMENT_TOOL_NAMES
 from quipu.surfaces.mcp.governance import GOVERNANCE_TOOL_NAMES
+from quipu.surfaces.mcp.graph import GRAPH_TOOL_NAMES
 from quipu.surfaces.mcp.index import INDEX_TOOL_NAMES
 from quipu.surfaces.mcp.knowledge import KNOWLEDGE_TOOL_NAMES
 from quipu.surfaces.mcp.kv import KV_TOOL_NAMES
@@ -320,6 +321,7 @@ VALID: dict[str, Any] = {
     "agent_id": "agent-f",
     "scope": "agent",
     "owner": "a1",
+    "subject": "Anna",  # issue 26: graph_facts
 }
 DEFAULTS = {"string": "x", "integer": 1, "number": 0.5, "boolean": True, "array": [], "object": {}}
 
@@ -425,6 +427,7 @@ TOOLS = [
     *SEARCH_TOOL_NAMES,
     *KNOWLEDGE_TOOL_NAMES,  # issue 25
     *INDEX_TOOL_NAMES,  # issue 24
+    *GRAPH_TOOL_NAMES,  # issue 26
 ]
 TOOL_VALID = {**VALID, "session_id": "s1"}
 
