@@ -38,6 +38,8 @@ from quipu.core.records import Principal, Role, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.documents_pdf import pdf_text
 from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
+from quipu.graph.documents import DocumentGraph, forget_document
+from quipu.graph.service import GraphService
 from quipu.guard import Guard, reason
 from quipu.memories import MemoryService
 from quipu.retrieval.bm25 import query_tokens, tokenize
@@ -84,6 +86,9 @@ class DocumentService:
         # Chunks have no sessions, dates or rerankable turns: those stages stay off.
         ranking = replace(self.limits, session_weight=0.0, temporal_boost=0.0)
         self.pipeline = RecallPipeline(self.port, self.embedder, ranking, self._clock)
+        # DOC-1 / GRAPH-1: chunks of a document with entity metadata feed the entity graph
+        # when the memory service builds it (the ``graph_extract`` setting).
+        self.graph = DocumentGraph(memory.graph) if isinstance(memory.graph, GraphService) else None
 
     def close(self) -> None:
         self.pipeline.close()
@@ -132,6 +137,8 @@ class DocumentService:
         name = _title(title)
         meta = validate.metadata(metadata, max_bytes=self.limits.max_metadata_bytes)
         why = _reason(reason)
+        if self.graph is not None:  # a malformed entity is a 4xx before anything is stored
+            self.graph.entity(ref.tenant_id, meta)
         embedder = self._embedder()
         self.guard.admit_write(principal)
         chunks = [
@@ -191,6 +198,8 @@ class DocumentService:
         )
         pin = EmbeddingPin(embedder.model_id, embedder.dimension)
         stored = self.store.doc_add(ref, document, chunks, vectors, pin, audit)
+        if self.graph is not None:
+            self.graph.observe(stored, chunks, self._clock())
         withheld = stored.withheld
         return {
             "document": stored.to_dict(),
@@ -239,6 +248,7 @@ class DocumentService:
         found = self.store.doc_get(ref, ident)
         if found is None or found.status is DocumentStatus.ERASED:
             raise _missing(ident)
+        forget_document(self.store, found)  # what the graph read from it goes first
         chunks = self.store.doc_erase(ref, ident, audit)
         return {"document_id": ident, "scope": ref.scope.value, "chunks_erased": chunks}
 

@@ -22,7 +22,8 @@ from quipu.core.jobs import Job
 from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, Principal, WriteResult
 from quipu.core.sessions import SessionTurn
-from quipu.documents import Documents, DocumentService
+from quipu.documents import DocumentService
+from quipu.documents_library import LibraryDocuments
 from quipu.embedded_planes import IndexGraphVerbs, KnowledgeVerbs
 from quipu.embeddings.base import Embedder
 from quipu.errors import ConfigurationError
@@ -107,7 +108,9 @@ class Quipu(KnowledgeVerbs, IndexGraphVerbs):
         #: The key/value plane (KV-1): ``kv.set(key, value)``, ``kv.get(key).value``, ...
         self.kv = KeyValues(KeyValueService(runtime.service), principal)
         #: The documents plane (DOC-1): ``documents.add(text, title=...)``, ``.search(q)``, ...
-        self.documents = Documents(DocumentService(runtime.service), principal)
+        self.documents = LibraryDocuments(
+            DocumentService(runtime.service), principal, runtime.worker
+        )
         self._search = SearchService(runtime.service, self.documents.service, self.kv.service)
         #: The entity graph (GRAPH-1): ``graph.recall(q)``, ``graph.facts("Anna")``, ...
         own = runtime.service.graph

@@ -18,6 +18,7 @@ from quipu.core.records import Principal, Role
 from quipu.documents import DocumentService
 from quipu.errors import NotFound
 from quipu.extraction.deterministic import DeterministicExtractor
+from quipu.graph.service import GraphService
 from quipu.kv import KeyValueService
 from quipu.memories import MemoryService
 from tests.contract.test_erase_bytes import _column_hits, _relation_files
@@ -35,6 +36,7 @@ def _write_planes(
         service,
         extractor=DeterministicExtractor(),
     )
+    service.graph = GraphService(service)  # DOC-1: chunks with entity metadata feed the graph
     kv, docs = KeyValueService(service), DocumentService(service)
     kv.set(alice, "train", {"v": "zqxvmrtkvalue1"}, scope="user", reason="zqxvmrtkreason1")
     kv.set(alice, "train", {"v": "zqxvmrtkvalue2"}, scope="user")
@@ -43,8 +45,9 @@ def _write_planes(
     kv.set(alice, "team", KEEP + " agent value")  # the agent's own scope: not the subject's
     kv.set(bob, "train", KEEP + " bob value", scope="user")
     body = "Zqxvmrtkdoc chapter one.\n\n" + "The subject's notes go on. " * 60
-    meta = {"k": ROOT + "m"}
+    meta = {"k": ROOT + "m", "entity": {"name": "Zqxvmrtk Widget", "type": "product"}}
     docs.add(alice, body, title="Zqxvmrtktitle", scope="user", metadata=meta, reason=ROOT + "r")
+    assert service.graph.facts(alice, "Zqxvmrtk Widget", scope="user").facts  # in the graph
     gone = docs.add(alice, "Zqxvmrtkshared plan for the offsite", title="plan", scope="agent_user")
     docs.delete(alice, gone["document"]["id"], scope="agent_user", reason="zqxvmrtkdeleted")
     kept = [docs.add(bob, KEEP + " bob manual", title="manual", scope="user")["document"]["id"]]

@@ -20,6 +20,7 @@ from quipu.composition import load_settings
 from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
 from quipu.embeddings.local import LocalEmbedder
+from quipu.errors import NotFound
 from quipu.governance import GovernanceService
 from quipu.memories import MemoryService
 from quipu.storage.sqlite.store import SQLiteStore
@@ -228,6 +229,74 @@ def test_recall_008_search_on_http_and_mcp(
             assert not r.is_error and r.structured_content["results"][0]["plane"] == "facts"
             r = await mcp.call_tool("memory_search", {"query": "pump", "planes": ["graph"]})
             assert r.structured_content["meta"]["sources_applied"] is True  # issue 26: served
+
+    anyio.run(main)
+    service.store.close()
+
+
+LONG = "".join(
+    f"## Part {n}\n\nThe pump's valve number {n} is checked every {n} days by the operator on "
+    "duty, who writes the gauge reading in the maintenance book.\n\n"
+    for n in range(40)
+)
+
+
+def test_doc_001_library_adds_a_large_document_through_the_ingest_job(tmp_path: Path) -> None:
+    """DOC-1: past document_job_chars the library queues the durable job as HTTP does;
+    ``wait`` runs it here and answers the written document with the job's progress."""
+    with quipu.open(tmp_path / "lib.db", worker_embedded=False, document_job_chars=1_000) as mem:
+        assert len(LONG) > 1_000
+        added = mem.documents.add(LONG, title="Log", media_type="text/markdown")
+        assert added["ingest"]["status"] == "succeeded" and added["chunks"] == 40
+        assert added["ingest"]["embedded"] == added["ingest"]["total"] == 40
+        assert added["document"]["title"] == "Log" and added["served"] == 40
+        hit = mem.documents.search("valve number 17 gauge")["results"][0]
+        assert hit["document_id"] == added["document"]["id"]
+        queued = mem.documents.add(LONG + "\n\nEnd.", title="Log 2", wait=False)
+        assert queued["created"] and queued["job"]["kind"] == "ingest_document"
+        assert mem.documents.job(queued["job"]["job_id"])["status"] == "queued"
+        with pytest.raises(NotFound):  # not written until the job runs
+            mem.documents.get(queued["document_id"])
+        small = mem.documents.add("A short note.", title="n")
+        assert "ingest" not in small and small["chunks"] == 1
+
+
+def test_doc_001_mcp_document_add_queues_a_large_document(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    """DOC-1: the MCP tool answers the job for a large document; document_job follows it."""
+    from quipu.composition import build_runtime
+    from quipu.extraction.deterministic import DeterministicExtractor
+
+    limits = Limits(document_job_chars=1_000)
+    service = MemoryService(SQLiteStore(tmp_path / "m.db"), local_embedder, limits)
+    rt = build_runtime(
+        load_settings({"database": "unused.db"}, environ={}),
+        service,
+        extractor=DeterministicExtractor(),
+    )
+    who = [ALICE]
+
+    async def main() -> None:
+        async with Client(_server(service, who)) as client:
+            r = await client.call_tool("document_add", {"content": LONG, "title": "Log"})
+            assert not r.is_error, r.content
+            job_id = r.structured_content["job"]["job_id"]
+            doc = r.structured_content["document_id"]
+            r = await client.call_tool("document_job", {"job_id": job_id})
+            assert r.structured_content["status"] == "queued"
+            assert r.structured_content["document_id"] == doc
+            rt.worker.drain()
+            r = await client.call_tool("document_job", {"job_id": job_id})
+            assert r.structured_content["status"] == "succeeded"
+            assert r.structured_content["embedded"] == r.structured_content["total"] == 40
+            r = await client.call_tool("document_list", {})
+            assert [d["id"] for d in r.structured_content["items"]] == [doc]
+            who[0] = Principal("t1", "key-bob", Role.AGENT, agent_id="bob", user_id="u-bob")
+            r = await client.call_tool("document_job", {"job_id": job_id})
+            assert r.is_error and r.structured_content["error"]["code"] == "not_found"
+            r = await client.call_tool("document_job", {"job_id": "../x"})
+            assert r.is_error and r.structured_content["error"]["code"] != "internal"
 
     anyio.run(main)
     service.store.close()

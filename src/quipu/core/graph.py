@@ -294,3 +294,21 @@ class GraphSink(Protocol):
     when the ``graph_extract`` setting is on (the composition root sets it), else None."""
 
     def observe(self, memory: MemoryVersion) -> object: ...
+
+
+#: Separates a document id from a chunk's seq in a graph source id (never in a memory id).
+CHUNK_SOURCE_MARK = "#"
+
+
+def chunk_source(document_id: str, seq: int) -> str:
+    """The source id of graph rows read from chunk ``seq`` of a document (DOC-1): a ``#`` is
+    never in a memory id (:data:`quipu.core.validate.ID_PATTERN`)."""
+    return f"{document_id}{CHUNK_SOURCE_MARK}{seq}"
+
+
+def parse_chunk_source(source_id: str) -> tuple[str, int] | None:
+    """``(document_id, seq)`` of a chunk source id; None for a memory id."""
+    document_id, mark, seq = source_id.partition(CHUNK_SOURCE_MARK)
+    if not mark or not seq.isdigit():
+        return None
+    return document_id, int(seq)

@@ -35,6 +35,7 @@ from quipu.governance.base import (
     need_eraser,
     required_reason,
 )
+from quipu.graph.documents import forget_document
 from quipu.guard import not_found
 from quipu.jobs.queue import Lease
 
@@ -237,6 +238,9 @@ class Erasing(GovernanceBase):
                 report.add("kv_entries", self.store.kv_erase(ref, ident, audit))
                 report.add("kv_keys", 1)
             else:
+                document = self.store.doc_get(ref, ident)
+                if document is not None:  # what the graph read from its chunks goes first
+                    report.add("graph_facts", forget_document(self.store, document))
                 report.add("doc_chunks", self.store.doc_erase(ref, ident, audit))
                 report.add("documents", 1)
         return report

@@ -35,6 +35,7 @@ from quipu.core.graph import (
     folded_name,
     head,
     ontology_name,
+    parse_chunk_source,
     resolve,
 )
 from quipu.core.records import MemoryVersion, Principal, Role, ScopeRef, Status
@@ -81,8 +82,9 @@ class FactView:
             "invalidates": f.invalidates,
             "memory_id": f.memory_id,
             "memory_version": f.memory_version,
-            "memory_ids": list(self.memory_ids),
+            "memory_ids": [m for m in self.memory_ids if parse_chunk_source(m) is None],
             "provenance": {"extractor": f.extractor, "surface": f.surface},
+            "documents": _chunk_sources(self.memory_ids),
         }
 
 
@@ -98,11 +100,13 @@ class GraphAnswer:
 
     @property
     def memory_ids(self) -> list[str]:
-        """The source memories of the facts, in the order the facts come."""
+        """The source memories of the facts, in the order the facts come (document chunks,
+        a fact's other kind of source, are listed under each fact's ``documents``)."""
         seen: dict[str, None] = {}
         for view in self.facts:
             for ident in view.memory_ids:
-                seen.setdefault(ident, None)
+                if parse_chunk_source(ident) is None:
+                    seen.setdefault(ident, None)
         return list(seen)
 
     def to_dict(self) -> dict[str, Any]:
@@ -318,6 +322,12 @@ class GraphService:
                 continue
             views.append(FactView(f, subject, obj, tuple(dict.fromkeys(memories))))
         return views
+
+
+def _chunk_sources(ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The document chunks among a fact's sources, as ``{document_id, seq}`` (DOC-1)."""
+    found = [parse_chunk_source(i) for i in ids]
+    return [{"document_id": d, "seq": seq} for d, seq in (f for f in found if f is not None)]
 
 
 def _limit(value: object) -> int:

@@ -31,8 +31,11 @@ _FACT = (
     " surface, key_id, invalidated_by, invalidates"
 )
 _ACTIVE = (
-    "EXISTS (SELECT 1 FROM memory_versions m WHERE m.tenant_id = f.tenant_id"
+    "(EXISTS (SELECT 1 FROM memory_versions m WHERE m.tenant_id = f.tenant_id"
     " AND m.id = f.memory_id AND m.is_current AND m.status = 'active')"
+    " OR (strpos(f.memory_id, '#') > 0 AND EXISTS (SELECT 1 FROM documents d"
+    " WHERE d.tenant_id = f.tenant_id AND d.scope = f.scope AND d.owner = f.owner"
+    " AND d.document_id = split_part(f.memory_id, '#', 1) AND d.status = 'active')))"
 )
 
 

@@ -27,10 +27,15 @@ _FACT = (
     " invalid_at, observed_at, recorded_at, expired_at, memory_id, memory_version, extractor,"
     " surface, key_id, invalidated_by, invalidates"
 )
-#: Source memories a fact may be read from: the family's current version is active.
+#: Sources a fact or mention may be read from: a memory whose family's current version is
+#: active, or a chunk (``<document_id>#<seq>``, quipu.graph.documents) of an active document.
 _ACTIVE = (
-    "EXISTS (SELECT 1 FROM memory_versions m WHERE m.tenant_id = f.tenant_id"
+    "(EXISTS (SELECT 1 FROM memory_versions m WHERE m.tenant_id = f.tenant_id"
     " AND m.id = f.memory_id AND m.is_current = 1 AND m.status = 'active')"
+    " OR (instr(f.memory_id, '#') > 0 AND EXISTS (SELECT 1 FROM documents d"
+    " WHERE d.tenant_id = f.tenant_id AND d.scope = f.scope AND d.owner = f.owner"
+    " AND d.document_id = substr(f.memory_id, 1, instr(f.memory_id, '#') - 1)"
+    " AND d.status = 'active')))"
 )
 
 

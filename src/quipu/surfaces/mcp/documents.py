@@ -1,7 +1,7 @@
-"""The documents tools (issue 28, DOC-1): document_add, document_search, document_read and
-document_list. Each reads or writes exactly one scope's corpus; no tool takes a tenant, owner
-or subject (SCOPE-2). Snippets and read text reach the model inside a data block (SAFE-2); the
-structured content carries them exactly."""
+"""The documents tools (issue 28, DOC-1): document_add, document_search, document_read,
+document_list and document_job. Each reads or writes exactly one scope's corpus; no tool takes
+a tenant, owner or subject (SCOPE-2). Snippets and read text reach the model inside a data
+block (SAFE-2); the structured content carries them exactly."""
 
 import json
 from collections.abc import Callable, Mapping
@@ -14,9 +14,16 @@ from pydantic import Field
 from quipu.core.documents import MAX_READ_CHARS
 from quipu.core.records import Principal
 from quipu.documents import DocumentService
+from quipu.jobs.ingest import DocumentIngest
 from quipu.safety import render_data_block
 
-DOCUMENT_TOOL_NAMES = ("document_add", "document_search", "document_read", "document_list")
+DOCUMENT_TOOL_NAMES = (
+    "document_add",
+    "document_search",
+    "document_read",
+    "document_list",
+    "document_job",
+)
 
 Call = Callable[[Context, Callable[[Principal], Any], Callable[[Any], str] | None], CallToolResult]
 ScopeName = Literal["agent", "user", "agent_user", "tenant"]
@@ -26,8 +33,10 @@ Keep a whole document — a manual, meeting notes, a page the user pasted — se
 meaning, in ONE scope's corpus (`scope`, default `agent`: private to you). Its text is cut into
 verbatim chunks with their character offsets; a chunk holding a secret is refused (reported in
 `refused`, not stored) and one that looks like a prompt injection is quarantined (never
-served). `media_type`: text/plain, text/markdown or text/html. Use memory_remember instead for a
-short fact you want recalled; use kv_set for a value to read back exactly."""
+served). `media_type`: text/plain, text/markdown or text/html. A document longer than the server's
+`document_job_chars` (100,000 by default) is checked now and embedded by a background job: the
+answer then holds `job` and `document_id`; follow it with document_job. Use memory_remember
+instead for a short fact you want recalled; use kv_set for a value to read back exactly."""
 SEARCH = """\
 Find where something is written in the documents of ONE scope (`scope`, default `agent`); reads
 exactly one scope's corpus. Answers pointers, never whole documents: document id and title,
@@ -42,6 +51,11 @@ LIST = """\
 List the documents in ONE scope's corpus (`scope`, default `agent`), with their titles, sizes
 and the embedding model the corpus is pinned to; reads exactly one scope. Check here before
 concluding that a document was never added."""
+JOB = """\
+Follow the ingest job of a large document you added with document_add (its `job.job_id`):
+`status` (queued, running, succeeded, failed, cancelled), `embedded` of `total` chunks, the
+attempts and last error. A job writes one document into one scope's corpus; only its submitter
+(or an admin) sees it."""
 SCOPE = (
     "agent (default: private to you), user (about the end user, shared across agents), "
     "agent_user (you about this user), tenant (the whole organisation; writing needs a grant). "
@@ -68,6 +82,7 @@ def read_text(data: Mapping[str, Any]) -> str:
 def document_tools(server: MCPServer, documents: DocumentService, call: Call) -> None:
     """Register the documents tools on ``server`` (see the module docstring)."""
     writer = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    ingest = DocumentIngest(documents)
     reader = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(name="document_add", title="Add a document", description=ADD, annotations=writer)
@@ -83,13 +98,16 @@ def document_tools(server: MCPServer, documents: DocumentService, call: Call) ->
             dict[str, Any] | None, Field(description="Small JSON object (no secrets).")
         ] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
-        return call(
-            ctx,
-            lambda who: documents.add(
+        def add(who: Principal) -> dict[str, Any]:
+            if ingest.is_large(content):  # a durable job, as over HTTP (DOC-1)
+                return ingest.submit(
+                    who, content, title=title, media_type=media_type, scope=scope, metadata=metadata
+                )
+            return documents.add(
                 who, content, title=title, media_type=media_type, scope=scope, metadata=metadata
-            ),
-            None,
-        )
+            )
+
+        return call(ctx, add, None)
 
     @server.tool(
         name="document_search", title="Search documents", description=SEARCH, annotations=reader
@@ -128,3 +146,12 @@ def document_tools(server: MCPServer, documents: DocumentService, call: Call) ->
         return call(
             ctx, lambda who: documents.list(who, scope=scope, cursor=cursor, limit=limit), None
         )
+
+    @server.tool(
+        name="document_job", title="Follow a document's ingest", description=JOB, annotations=reader
+    )
+    def document_job(
+        job_id: Annotated[str, Field(description="job.job_id from document_add.")],
+        ctx: Context,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(ctx, lambda who: ingest.progress(who, job_id), None)
