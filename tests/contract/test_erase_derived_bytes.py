@@ -17,12 +17,14 @@ from quipu.composition import build_runtime, load_settings
 from quipu.core.knowledge import ArticleStatus
 from quipu.core.records import Principal, Role
 from quipu.extraction.deterministic import DeterministicExtractor
+from quipu.graph.service import GraphService
 from quipu.knowledge import KnowledgeService
 from quipu.memories import MemoryService
 from quipu.usage import Graduation, UsageRecorder
 from tests.contract.test_erase_bytes import _column_hits, _relation_files
 
 ADMIN = Principal("t1", "key-admin", Role.ADMIN, agent_id="ops")
+ADMIN_OF_ALICE = Principal("t1", "key-admin", Role.ADMIN, agent_id="alice", user_id="u-alice")
 ROOT = "zqxvmrtk"
 AGENT_TEXT = "Zqxvmrtkderived deploys of the billing service run on Tuesdays"
 USER_TEXT = "Zqxvmrtksubject prefers the night train to Vienna"
@@ -37,10 +39,15 @@ def _graduate_both(service: MemoryService, alice: Principal) -> tuple[Any, list[
         service,
         extractor=DeterministicExtractor(),
     )
+    service.graph = GraphService(service)  # GRAPH-1: the erased texts name entities
     recorder = UsageRecorder(service.store, service.embedder)
     service.usage = recorder
     agent_m = service.remember(alice, AGENT_TEXT).memory
     user_m = service.remember(alice, USER_TEXT, scope="user").memory
+    assert rt.index is not None  # CONSOL-1: both scopes' compiled indexes quote them
+    for scope in ("agent", "user"):
+        assert ROOT in "\n".join(rt.index.rebuild(ADMIN_OF_ALICE, scope=scope).lines()).lower()
+    assert service.graph.facts(alice, "Zqxvmrtkderived").entities
     service.recall(alice, "when do billing deploys run?")
     service.recall(alice, "how does the subject like to travel to Vienna?", scope="user")
     recorder.flush()
@@ -110,13 +117,15 @@ def test_life_004_derived_postgres_rows_and_files_hold_no_erased_string(
     rt, memories, articles = _graduate_both(service, alice)
     store: Any = service.store
     with psycopg.connect(store.conninfo, autocommit=True) as conn:
-        assert "knowledge_versions" in _column_hits(conn)  # the scan sees the articles
+        seen = _column_hits(conn)  # the scan sees the articles, the graph and the index
+        assert {"knowledge_versions", "graph_entities", "memory_index_versions"} <= set(seen)
     counts = _erase_both(rt, memories[0])
     assert counts["erase"]["knowledge_versions"] == 2
     assert counts["subject"]["knowledge_versions"] == 1
     _check_tombstones(service, memories, articles)
     report = store.reclaim()
     assert {"knowledge_versions", "usage_events"} <= set(report["vacuumed"])
+    assert {"graph_entities", "graph_facts", "memory_index_versions"} <= set(report["vacuumed"])
     with psycopg.connect(store.conninfo, autocommit=True) as conn:
         assert _column_hits(conn) == {}
         files = _relation_files(conn)
