@@ -48,24 +48,16 @@ class LibraryDocuments(Documents):
         reason: str | None = None,
         wait: bool = True,
     ) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "title": title,
+            "media_type": media_type,
+            "scope": scope,
+            "metadata": metadata,
+            "reason": reason,
+        }
         if not self.ingest.is_large(content):
-            return super().add(
-                content,
-                title=title,
-                media_type=media_type,
-                scope=scope,
-                metadata=metadata,
-                reason=reason,
-            )
-        queued = self.ingest.submit(
-            self.principal,
-            content,
-            title=title,
-            media_type=media_type,
-            scope=scope,
-            metadata=metadata,
-            reason=reason,
-        )
+            return super().add(content, **fields)
+        queued = self.ingest.submit(self.principal, content, **fields)
         if not wait:
             return queued
         progress = self._wait(str(queued["job"]["job_id"]))
