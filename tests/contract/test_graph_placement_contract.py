@@ -31,7 +31,7 @@ BOTH = frozenset({TENANT_WRITE_GRANT, GRAPH_TENANT_GRANT})
 WRITER = Principal("t1", "key-w", Role.AGENT, agent_id="writer", user_id="u-w", grants=BOTH)
 READER = Principal("t1", "key-r", Role.AGENT, agent_id="reader", user_id="u-r")
 POLICY = [
-    {"type": "service", "scope": "tenant", "names": ["Checkout API", "Billing Service"]},
+    {"type": "service", "scope": "tenant", "names": ["Checkout API", "Billing Service", "Zephyr"]},
     {"type": "organisation", "scope": "writer"},
 ]
 PLACEABLE = "The Checkout API requires two approvals before a deploy."
@@ -89,6 +89,13 @@ REFUSALS = [
     # (check that refuses, writer, text, remember kwargs, policy isolated ids)
     ("declared_type", WRITER, "Anna works at Siemens.", {}, []),
     ("not_profile", WRITER, "I think the Checkout API is slow today.", {}, []),
+    (
+        "not_profile",
+        Principal("t1", "key-z", Role.AGENT, agent_id="z", user_id="zephyr", grants=BOTH),
+        "Zephyr restarts the Checkout API every night.",
+        {},
+        [],
+    ),
     ("not_isolated", WRITER, PLACEABLE, {}, ["u-w"]),
     (
         "memory_grant",
