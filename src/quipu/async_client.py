@@ -28,6 +28,7 @@ from quipu.remote_governance import AsyncGovernanceCalls
 from quipu.remote_graph import AsyncGraphCalls
 from quipu.remote_index import AsyncIndexCalls
 from quipu.remote_knowledge import AsyncKnowledgeCalls
+from quipu.remote_placement import AsyncPlacementCalls
 from quipu.remote_planes import AsyncPlaneCalls
 from quipu.storage.base import Vector
 from quipu.wire import Call, Instant, Retry, error_from_response
@@ -38,7 +39,12 @@ T = TypeVar("T")
 
 
 class AsyncClient(
-    AsyncGovernanceCalls, AsyncKnowledgeCalls, AsyncPlaneCalls, AsyncIndexCalls, AsyncGraphCalls
+    AsyncGovernanceCalls,
+    AsyncKnowledgeCalls,
+    AsyncPlaneCalls,
+    AsyncIndexCalls,
+    AsyncGraphCalls,
+    AsyncPlacementCalls,
 ):
     """A Quipu server over HTTP, awaited: the methods of :class:`quipu.Client`, as
     coroutines. ``key`` is an API key or run token (none in local mode).

@@ -221,9 +221,11 @@ def build_service(settings: Settings, embedder: Embedder | None = None) -> Memor
         store.close()
         raise
     if settings.graph_extract:  # GRAPH-1: each new active memory read into the entity graph
+        from quipu.graph.placement import Placement
         from quipu.graph.service import GraphService
 
         service.graph = GraphService(service)
+        service.placement = Placement(service.graph)  # GRAPH-2: placement by ontology
     return service
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from quipu.consolidation.index import IndexService, IndexView
 from quipu.core.knowledge import ArticleVersion, ArticleWrite
 from quipu.core.records import Principal
+from quipu.graph.placement import Placement
 from quipu.graph.service import Graph
 from quipu.harvest import Harvester, Receipt
 from quipu.knowledge import KnowledgeResult, KnowledgeService
@@ -238,3 +239,26 @@ class IndexGraphVerbs:
         """The tenant's entity types and single-valued predicates (``types``/``predicates``
         add some first)."""
         return self.graph.declare(types=types, predicates=predicates)
+
+    def graph_placement(
+        self,
+        *,
+        types: Sequence[Mapping[str, Any]] | None = None,
+        isolated: Sequence[str] | None = None,
+        expected_version: int | None = None,
+        reason: str | None = None,
+        version: int | None = None,
+    ) -> dict[str, Any]:
+        """The tenant's placement policy (GRAPH-2), or ``version`` of it; with ``types`` or
+        ``isolated``, declare a new version first (admin keys)."""
+        own = self.service.placement
+        placing = own if isinstance(own, Placement) else Placement(self.graph.service)
+        if types is None and isolated is None:
+            return placing.policy(self.principal, version)
+        return placing.declare(
+            self.principal,
+            types=None if types is None else [dict(t) for t in types],
+            isolated=None if isolated is None else list(isolated),
+            expected_version=expected_version,
+            reason=reason,
+        )

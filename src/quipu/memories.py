@@ -19,7 +19,7 @@ from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import planes as plane_rules
 from quipu.core import validate
 from quipu.core.auth import Actor
-from quipu.core.graph import GraphSink
+from quipu.core.graph import GraphSink, PlacementSink
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -94,6 +94,7 @@ class MemoryService:
         #: set by the composition root; None records nothing.
         self.usage: UsageSink | None = None
         self.graph: GraphSink | None = None  # GRAPH-1: set by the composition root
+        self.placement: PlacementSink | None = None  # GRAPH-2: set by the composition root
 
     @property
     def limiter(self) -> RateLimiter | SharedRateLimiter | None:
@@ -231,13 +232,15 @@ class MemoryService:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         key = embedding_key(body) if vector is not None else None
         by = Actor.of(principal)
-        written = self.store.insert(ref, memory, vector, key, lim.quota_per_owner, by=by)
+        if self.placement is None:
+            written = self.store.insert(ref, memory, vector, key, lim.quota_per_owner, by=by)
+        else:  # GRAPH-2: the memory and its graph mirror where the ontology places them
+            ref, written = self.placement.write(principal, ref, memory, vector, key, by)
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
-            quota = lim.quota_per_owner
-            if self.graph is not None:  # GRAPH-1: its entities and facts, no model call
+            if self.graph is not None and self.placement is None:  # GRAPH-1: no model call
                 self.graph.observe(written.memory)
             latest = corroborate_near(
-                self.store, self._clock, quota, principal, ref, written, vector
+                self.store, self._clock, lim.quota_per_owner, principal, ref, written, vector
             )
             return WriteResult(latest, created=True)
         return written

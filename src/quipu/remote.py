@@ -40,6 +40,7 @@ from quipu.remote_governance import GovernanceCalls
 from quipu.remote_graph import GraphCalls
 from quipu.remote_index import IndexCalls
 from quipu.remote_knowledge import KnowledgeCalls
+from quipu.remote_placement import PlacementCalls
 from quipu.remote_planes import PlaneCalls
 from quipu.storage.base import Vector
 from quipu.wire import (
@@ -258,7 +259,7 @@ class RunTokens:
         )
 
 
-class Client(GovernanceCalls, KnowledgeCalls, PlaneCalls, IndexCalls, GraphCalls):
+class Client(GovernanceCalls, KnowledgeCalls, PlaneCalls, IndexCalls, GraphCalls, PlacementCalls):
     """A Quipu server over HTTP. ``key`` is an API key or run token (none in local mode).
 
     ``timeout`` bounds each request (seconds, or an :class:`httpx.Timeout`); ``retry`` says

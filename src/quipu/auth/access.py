@@ -27,12 +27,13 @@ from quipu.core.auth import (
     parse_credential,
 )
 from quipu.core.governance import ERASE_GRANT
+from quipu.core.placement import GRAPH_TENANT_GRANT
 from quipu.core.records import Principal, Role
 from quipu.core.scopes import REVIEW_GRANT, TENANT_WRITE_GRANT
 from quipu.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from quipu.storage.base import Store
 
-GRANTS = frozenset({TENANT_WRITE_GRANT, REVIEW_GRANT, ERASE_GRANT})
+GRANTS = frozenset({TENANT_WRITE_GRANT, REVIEW_GRANT, ERASE_GRANT, GRAPH_TENANT_GRANT})
 #: Write ``last_used_at`` at most this often per key, so reads stay read-only in the common case.
 TOUCH_INTERVAL = timedelta(seconds=60)
 

@@ -34,7 +34,8 @@ from datetime import datetime
 from difflib import SequenceMatcher
 from typing import Any, Protocol
 
-from quipu.core.records import MemoryVersion, Scope
+from quipu.core.auth import Actor
+from quipu.core.records import MemoryVersion, Principal, Scope, ScopeRef, WriteResult
 from quipu.core.text import fold
 from quipu.errors import InvalidInput
 
@@ -312,3 +313,21 @@ def parse_chunk_source(source_id: str) -> tuple[str, int] | None:
     if not mark or not seq.isdigit():
         return None
     return document_id, int(seq)
+
+
+class PlacementSink(Protocol):
+    """Where the memory service stores a new memory when the tenant may place it by ontology
+    (GRAPH-2; :meth:`quipu.graph.placement.Placement.write`): the memory row and its graph
+    mirror in the scope the policy decides, in one transaction. Answers the scope it landed in
+    and the insert's result. ``MemoryService.placement`` is one when the composition root sets
+    it, else None (the plain insert, then :class:`GraphSink`)."""
+
+    def write(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        memory: MemoryVersion,
+        vector: Any,
+        key: str | None,
+        by: Actor,
+    ) -> tuple[ScopeRef, WriteResult]: ...

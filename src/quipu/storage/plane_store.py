@@ -5,6 +5,7 @@ session reads, the planes' export and re-index, the compiled memory index and th
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -17,6 +18,7 @@ from quipu.core.jobs import Job
 from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.kv import KVChange, KVEntry
 from quipu.core.memory_index import MemoryIndex
+from quipu.core.placement import Policy
 from quipu.core.portable import PortableDocument
 from quipu.core.records import MemoryVersion, ScopeRef
 from quipu.core.sessions import (
@@ -317,3 +319,15 @@ class PlaneStore(Protocol):
     ) -> None:
         """Declare an entity type (``kind`` "type") or a single-valued predicate
         (``kind`` "predicate") for the tenant; declaring again changes nothing."""
+
+    # -- placement by ontology (GRAPH-2) --------------------------------------------------------
+    def transaction(self, tenant_id: str | None = None) -> AbstractContextManager[None]:
+        """A block in which every write this thread makes through the store (``insert``,
+        ``graph_write``, ``record_audit``, ...) commits together, or none does."""
+
+    def placement_policy(self, tenant_id: str, version: int | None = None) -> Policy | None:
+        """The tenant's placement policy: its newest version, or ``version``; None if none."""
+
+    def placement_declare(self, tenant_id: str, policy: Policy, expected: int | None) -> Policy:
+        """Append ``policy`` as the tenant's next version (409 ``version_conflict`` when
+        ``expected`` is not the current version); the stored version."""

@@ -55,6 +55,7 @@ DISTRIBUTED = (
     "graph_facts",
     "graph_mentions",
     "graph_ontology",
+    "graph_placements",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

@@ -37,6 +37,7 @@ from quipu.retrieval.expansion import query_keys
 from quipu.storage.admission import admit, admit_versions
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.decode import decode_row, decode_rows, loads
+from quipu.storage.joined import joined_to
 from quipu.storage.postgres import bulk, routed
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.documents import DocumentTables
@@ -48,6 +49,7 @@ from quipu.storage.postgres.index import IndexTables
 from quipu.storage.postgres.knowledge import KnowledgeTables
 from quipu.storage.postgres.kv import KVTables
 from quipu.storage.postgres.migrate import is_distributed, migrate
+from quipu.storage.postgres.placement import PlacementTables
 from quipu.storage.postgres.portable import PortableTables
 from quipu.storage.postgres.registry import RegistryTables
 from quipu.storage.postgres.rows import (
@@ -95,6 +97,7 @@ class PostgresStore(
     SessionViews,
     IndexTables,
     GraphTables,
+    PlacementTables,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 
@@ -148,6 +151,10 @@ class PostgresStore(
     # -- connections -------------------------------------------------------------------------
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        joined = joined_to(self)  # inside transaction() (GRAPH-2): its connection, its commit
+        if joined is not None:
+            yield joined
+            return
         try:
             with self._pool.connection() as conn:
                 yield conn

@@ -39,6 +39,7 @@ from quipu.retrieval.bm25 import document_tokens, indexed_keys
 from quipu.storage.admission import admit
 from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
+from quipu.storage.joined import joined_to
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
@@ -49,6 +50,7 @@ from quipu.storage.sqlite.index import IndexTables
 from quipu.storage.sqlite.knowledge import KnowledgeTables
 from quipu.storage.sqlite.kv import KVTables
 from quipu.storage.sqlite.migrate import migrate
+from quipu.storage.sqlite.placement import PlacementTables
 from quipu.storage.sqlite.portable import PortableTables
 from quipu.storage.sqlite.rows import (
     COLUMNS,
@@ -84,6 +86,7 @@ class SQLiteStore(
     SessionViews,
     IndexTables,
     GraphTables,
+    PlacementTables,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
@@ -138,6 +141,10 @@ class SQLiteStore(
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        joined = joined_to(self)  # inside transaction() (GRAPH-2): its connection, its commit
+        if joined is not None:
+            yield joined
+            return
         with self._write_lock:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")

@@ -112,3 +112,46 @@ def ontology(
 ) -> None:
     """The tenant's entity types and single-valued predicates; --type/--predicate add some."""
     _run(db, config, lambda g: g.declare(types=type_, predicates=predicate))
+
+
+@graph.command("placement")
+def placement(
+    db: Db = None,
+    config: Config = None,
+    declare: Annotated[
+        Path | None,
+        typer.Option(
+            "--declare",
+            help="A JSON file {types, isolated, expected_version, reason}: declare a new "
+            "version of the placement policy first (GRAPH-2).",
+        ),
+    ] = None,
+    version: Annotated[int | None, typer.Option(help="Show this older version.")] = None,
+) -> None:
+    """The tenant's placement policy (which types' facts live in the tenant scope)."""
+    from quipu.graph.placement import Placement
+
+    body: Any = None
+    if declare is not None:
+        try:
+            body = json.loads(declare.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            err.print(f"[red]invalid_placement:[/red] {escape(str(exc))}")
+            raise typer.Exit(1) from None
+        if not isinstance(body, dict):
+            err.print("[red]invalid_placement:[/red] the file must hold a JSON object")
+            raise typer.Exit(1)
+
+    def act(g: Graph) -> Any:
+        placing = Placement(g.service)
+        if body is None:
+            return placing.policy(g.principal, version)
+        return placing.declare(
+            g.principal,
+            types=body.get("types"),
+            isolated=body.get("isolated"),
+            expected_version=body.get("expected_version"),
+            reason=body.get("reason"),
+        )
+
+    _run(db, config, act)

@@ -27,6 +27,7 @@ from quipu.surfaces.http.routers import (
     kv,
     memories,
     ops,
+    placement,
     recall,
     search,
     sessions,
@@ -89,4 +90,5 @@ def create_app(
     app.include_router(knowledge.router, responses=ERROR_RESPONSES)
     app.include_router(index.router, responses=ERROR_RESPONSES)
     app.include_router(graph.router, responses=ERROR_RESPONSES)
+    app.include_router(placement.router, responses=ERROR_RESPONSES)  # GRAPH-2
     return app

@@ -31,6 +31,7 @@ from quipu.documents import DocumentService
 from quipu.errors import InvalidInput, LimitExceeded, QuipuError
 from quipu.fanout import recall_across
 from quipu.governance import GovernanceService
+from quipu.graph.placement import Placement
 from quipu.graph.service import GraphService
 from quipu.harvest import Harvester
 from quipu.jobs.visibility import job_handle
@@ -52,6 +53,7 @@ from quipu.surfaces.mcp.graph import graph_tools
 from quipu.surfaces.mcp.index import index_tools
 from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.kv import kv_tools
+from quipu.surfaces.mcp.placement import placement_tools
 from quipu.surfaces.mcp.search import search_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
 from quipu.version import __version__
@@ -453,6 +455,12 @@ def create_mcp_server(
         # the entity graph (issue 26): the service's own when it builds one as it writes
         own = service.graph
         graph_tools(server, own if isinstance(own, GraphService) else GraphService(service), call)
+        placing = service.placement  # GRAPH-2: the placement policy tool
+        placement_tools(
+            server,
+            placing if isinstance(placing, Placement) else Placement(GraphService(service)),
+            call,
+        )
     return server
 
 
