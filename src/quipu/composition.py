@@ -149,7 +149,11 @@ def build_store(settings: Settings) -> Store:
     # -- end backend choice --
     from quipu.storage.sqlite.store import SQLiteStore
 
-    return SQLiteStore(settings.database, cache_rows=settings.vector_cache_rows)
+    return SQLiteStore(
+        settings.database,
+        cache_rows=settings.vector_cache_rows,
+        index_files=settings.sqlite_index_files,
+    )
 
 
 def migrate_database(settings: Settings, *, citus: bool = False) -> dict[str, Any]:

@@ -353,6 +353,13 @@ class Settings(BaseModel):
         "entities and facts found by the deterministic extractor, no model call. Off: no graph "
         "is built (graph_recall and list_facts then find nothing new).",
     )
+    sqlite_index_files: bool = Field(
+        True,
+        description="SQLite: keep each scope's search index in a file beside the database "
+        "(<database>-index/), which other processes map instead of loading the scope (cold "
+        "start, memory shared by `quipu serve` workers). Off: every process loads each scope "
+        "it searches from the database.",
+    )
 
     @field_validator("*")
     @classmethod
