@@ -360,6 +360,13 @@ class Settings(BaseModel):
         "start, memory shared by `quipu serve` workers). Off: every process loads each scope "
         "it searches from the database.",
     )
+    model_cache_dir: str = Field(
+        "",
+        description="Folder where the bundled embedder keeps its model as rewritten for ONNX "
+        "Runtime (checked against a pinned sha256), so later processes skip the rewrite and "
+        "the `onnx` package. Empty: a SQLite database's index folder (<database>-index/); "
+        "none for PostgreSQL.",
+    )
 
     @field_validator("*")
     @classmethod
