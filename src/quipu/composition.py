@@ -149,7 +149,11 @@ def build_store(settings: Settings) -> Store:
     # -- end backend choice --
     from quipu.storage.sqlite.store import SQLiteStore
 
-    return SQLiteStore(settings.database, cache_rows=settings.vector_cache_rows)
+    return SQLiteStore(
+        settings.database,
+        cache_rows=settings.vector_cache_rows,
+        index_files=settings.sqlite_index_files,
+    )
 
 
 def migrate_database(settings: Settings, *, citus: bool = False) -> dict[str, Any]:
@@ -190,7 +194,16 @@ def build_embedder(settings: Settings) -> Embedder | None:
         )
     from quipu.embeddings.local import LocalEmbedder
 
-    return LocalEmbedder(threads=settings.embedding_threads)
+    return LocalEmbedder(threads=settings.embedding_threads, cache_dir=model_cache(settings))
+
+
+def model_cache(settings: Settings) -> Path | None:
+    """Where the bundled embedder keeps its rewritten model (``model_cache_dir``)."""
+    if settings.model_cache_dir:
+        return Path(settings.model_cache_dir)
+    if is_postgres_url(settings.database) or settings.database == ":memory:":
+        return None
+    return Path(settings.database + "-index")
 
 
 def build_reranker(settings: Settings) -> CrossEncoder | None:

@@ -353,6 +353,20 @@ class Settings(BaseModel):
         "entities and facts found by the deterministic extractor, no model call. Off: no graph "
         "is built (graph_recall and list_facts then find nothing new).",
     )
+    sqlite_index_files: bool = Field(
+        True,
+        description="SQLite: keep each scope's search index in a file beside the database "
+        "(<database>-index/), which other processes map instead of loading the scope (cold "
+        "start, memory shared by `quipu serve` workers). Off: every process loads each scope "
+        "it searches from the database.",
+    )
+    model_cache_dir: str = Field(
+        "",
+        description="Folder where the bundled embedder keeps its model as rewritten for ONNX "
+        "Runtime (checked against a pinned sha256), so later processes skip the rewrite and "
+        "the `onnx` package. Empty: a SQLite database's index folder (<database>-index/); "
+        "none for PostgreSQL.",
+    )
 
     @field_validator("*")
     @classmethod

@@ -13,12 +13,9 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
-import httpx
-
-from quipu import transfer
 from quipu.core import validate
 from quipu.core.jobs import Job, JobStatus
 from quipu.core.query import Hit, Page, RecallResult
@@ -39,6 +36,9 @@ from quipu.errors import (
     Unavailable,
 )
 from quipu.storage.base import Vector
+
+if TYPE_CHECKING:  # httpx only where a call is made: the embedded client never loads it
+    import httpx
 
 Instant = datetime | str
 T = TypeVar("T")
@@ -299,6 +299,8 @@ class ExportReader:
             raise QuipuError(
                 f"line {self.number} of the export is not JSON", code="invalid_response"
             ) from None
+        from quipu import transfer  # an export's codec, loaded by the first export read
+
         if self.number == 1:
             head = data if isinstance(data, dict) else {}
             if (head.get("format"), head.get("version")) != (
@@ -355,6 +357,8 @@ def decode(call: Call[T], response: httpx.Response) -> T:
 
 
 def transport_error(url: str, exc: httpx.TransportError) -> Unavailable:
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return Unavailable(f"{url} did not answer in time: {exc}", code="server_timeout")
     return Unavailable(f"cannot reach {url}: {exc}", code="server_unreachable")
@@ -362,6 +366,8 @@ def transport_error(url: str, exc: httpx.TransportError) -> Unavailable:
 
 def error_from_response(response: httpx.Response) -> QuipuError:
     """The typed error of an error envelope, chosen by its code, else by the HTTP status."""
+    import httpx
+
     status = response.status_code
     try:
         error = response.json()["error"]

@@ -86,10 +86,13 @@ def test_life_004_sqlite_bytes_hold_no_erased_string(
         pytest.skip("the SQLite file scan; PostgreSQL has its own below")
     rt, (user_memory, agent_memory) = _write_everything(service, alice)
     files = [tmp_path / f"quipu.db{suffix}" for suffix in ("", "-wal", "-shm")]
+    indexes = tmp_path / "quipu.db-index"  # the scope index files (issue 23) hold BM25 keys
+    assert sum(_hits(p.read_bytes()) for p in indexes.iterdir()) > 0
     assert sum(_hits(p.read_bytes()) for p in files if p.exists()) > 0  # the scan sees them
     _erase_everything(rt, agent_memory)
     store: Any = service.store
     assert store.checkpoint()
+    files += sorted(indexes.iterdir())
     found = {p.name: _hits(p.read_bytes()) for p in files if p.exists()}
     assert found and set(found.values()) == {0}, found
     _export_holds_tombstones_only(service, alice, [user_memory, agent_memory])

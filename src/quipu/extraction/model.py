@@ -36,7 +36,6 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quipu.core.records import Kind
@@ -137,6 +136,8 @@ class ModelExtractor(Extractor):
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key}"
         # trust_env=False: proxies and certificates come from Quipu's settings only.
+        import httpx  # here, not at import: a process that never calls a model never loads it
+
         self._client = httpx.Client(headers=headers, timeout=timeout, trust_env=False)
 
     def close(self) -> None:
@@ -201,6 +202,8 @@ class ModelExtractor(Extractor):
     # ------------------------------------------------------------------ transport
 
     def _complete(self, messages: list[dict[str, str]]) -> str:
+        import httpx
+
         body = {
             "model": self.model,
             "messages": messages,

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from array import array
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -130,6 +131,19 @@ def query_tokens(query: str) -> list[str]:
     return kept or tokens
 
 
+@dataclass(frozen=True)
+class PostingsArrays:
+    """:class:`Postings` as plain arrays: term ``t``'s documents are ``docs[ptr[t]:ptr[t+1]]``
+    with frequencies ``tfs[...]``; ``vocabulary[t]`` is its key."""
+
+    vocabulary: list[str]
+    ptr: npt.NDArray[np.int64]
+    docs: npt.NDArray[np.int32]
+    tfs: npt.NDArray[np.float32]
+    lengths: npt.NDArray[np.float32]
+    total_length: float
+
+
 class Postings:
     """Term -> (document positions, term frequencies).
 
@@ -202,6 +216,38 @@ class Postings:
         self._ptr = np.searchsorted(pair_terms, np.arange(vocab + 1)).astype(np.int64)
         self._lengths.extend(lengths.astype(np.float32).tolist())
         self._total_length = float(lengths.sum())
+
+    def arrays(self) -> PostingsArrays:
+        """The index as CSR arrays, the documents added one by one merged in (for a file)."""
+        spans = np.diff(self._ptr)
+        terms = [np.repeat(np.arange(spans.size, dtype=np.int64), spans)]
+        docs, tfs = [self._csr_docs], [self._csr_tfs]
+        for term, positions in self._docs.items():
+            terms.append(np.full(len(positions), term, dtype=np.int64))
+            docs.append(np.frombuffer(positions, dtype=np.int32))
+            tfs.append(np.frombuffer(self._tfs[term], dtype=np.float32))
+        all_terms, all_docs = np.concatenate(terms), np.concatenate(docs)
+        order = np.lexsort((all_docs, all_terms))
+        ptr = np.searchsorted(all_terms[order], np.arange(len(self._vocab) + 1))
+        return PostingsArrays(
+            vocabulary=list(self._vocab),
+            ptr=ptr.astype(np.int64),
+            docs=all_docs[order].astype(np.int32),
+            tfs=np.concatenate(tfs)[order].astype(np.float32),
+            lengths=np.frombuffer(self._lengths, dtype=np.float32).copy(),
+            total_length=self._total_length,
+        )
+
+    @classmethod
+    def from_arrays(cls, saved: PostingsArrays) -> Postings:
+        """An index over ``saved``'s arrays as given (read-only ones, e.g. a mapped file, are
+        only read: later documents go to the per-term arrays)."""
+        out = cls()
+        out._vocab = {token: i for i, token in enumerate(saved.vocabulary)}
+        out._ptr, out._csr_docs, out._csr_tfs = saved.ptr, saved.docs, saved.tfs
+        out._lengths.frombytes(np.ascontiguousarray(saved.lengths, dtype=np.float32).tobytes())
+        out._total_length = saved.total_length
+        return out
 
     def _postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
         docs = np.zeros(0, dtype=np.int32)

@@ -20,7 +20,8 @@ import numpy.typing as npt
 from quipu.core.lifecycle import HIDDEN
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import Kind, Source, Status
-from quipu.retrieval.bm25 import Postings
+from quipu.retrieval.bm25 import Postings, PostingsArrays
+from quipu.storage.sqlite.vectors import Vectors
 from quipu.storage.timecodec import FOREVER, to_micros
 
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -69,6 +70,40 @@ class Row:
     session: str | None
 
 
+#: The per-row arrays of an index, as :class:`IndexState` carries them.
+COLUMNS = (
+    "keys",
+    "has_vec",
+    "current",
+    "status",
+    "family_status",
+    "valid_at",
+    "valid_to",
+    "observed",
+    "observed_known",
+    "kind",
+    "source",
+    "confidence",
+    "project",
+    "family",
+)
+
+
+@dataclass
+class IndexState:
+    """Everything a :class:`ScopeIndex` holds, as arrays and lists (what an index file keeps,
+    :mod:`quipu.storage.sqlite.index_file`). ``vectors`` are row blocks in order."""
+
+    dimension: int
+    generation: int
+    columns: dict[str, npt.NDArray[Any]]
+    vectors: list[npt.NDArray[Any]]
+    families: list[str]
+    projects: list[str]
+    sessions: dict[int, str]
+    postings: PostingsArrays
+
+
 #: A filter passing fewer than one row in this many is applied before scoring: only the rows
 #: that pass are scored (a gather of their vectors costs more per row than the full product).
 _NARROW = 8
@@ -78,7 +113,7 @@ class ScopeIndex:
     """Versions of one scope with their vectors; thread-safe, grown in place."""
 
     keys: npt.NDArray[Any]
-    vec: npt.NDArray[Any]
+    vectors: Vectors
     has_vec: npt.NDArray[Any]
     current: npt.NDArray[Any]
     status: npt.NDArray[Any]
@@ -104,6 +139,7 @@ class ScopeIndex:
         self._family_ids: dict[str, int] = {}
         self._sessions: dict[int, str] = {}  # key -> session id, for rows written in one
         self.postings = Postings()
+        self.vectors = Vectors(dimension)
         self._alloc(64)
 
     def __len__(self) -> int:
@@ -120,7 +156,6 @@ class ScopeIndex:
 
         first = self._cap == 0
         self.keys = grow(None if first else self.keys, np.int64, (cap,))
-        self.vec = grow(None if first else self.vec, np.float32, (cap, self.dimension))
         self.has_vec = grow(None if first else self.has_vec, np.bool_, (cap,))
         self.current = grow(None if first else self.current, np.bool_, (cap,))
         self.status = grow(None if first else self.status, np.int8, (cap,))
@@ -135,12 +170,6 @@ class ScopeIndex:
         self.project = grow(None if first else self.project, np.int32, (cap,))
         self.family = grow(None if first else self.family, np.int32, (cap,))
         self._cap = cap
-
-    def _writable(self) -> None:
-        """A bulk load may leave ``vec`` as a read-only view of the loaded bytes; copy it once
-        before the first in-place change."""
-        if not self.vec.flags.writeable:
-            self._alloc(max(64, self._cap * 2))
 
     # -- maintenance -------------------------------------------------------------------------
     def bulk_load(self, rows: Sequence[Sequence[Any]]) -> None:
@@ -189,13 +218,13 @@ class ScopeIndex:
             if present and self.dimension:
                 packed = np.frombuffer(b"".join([vectors[i] for i in present]), dtype=np.float32)
                 if len(present) == n:
-                    # Keep the loaded bytes as the matrix (no 150 MB copy on the restart path);
-                    # _writable() copies it before the first change.
-                    self.vec = packed.reshape(n, self.dimension)
-                    self.has_vec[:n] = True
+                    # Keep the loaded bytes as the matrix (no 150 MB copy on the restart path).
+                    self.vectors = Vectors(self.dimension, packed.reshape(n, self.dimension))
                 else:
-                    self.vec[present] = packed.reshape(len(present), self.dimension)
-                    self.has_vec[present] = True
+                    base = np.zeros((n, self.dimension), dtype=np.float32)
+                    base[present] = packed.reshape(len(present), self.dimension)
+                    self.vectors = Vectors(self.dimension, base)
+                self.has_vec[present] = True
             self._position = dict(zip(keys, range(n), strict=True))
             ids = self._family_ids
             for family in families:
@@ -207,15 +236,49 @@ class ScopeIndex:
             self.family_status[:n] = [family_code.get(f, -1) for f in families]
             self.postings.bulk_add([t.split() for t in terms])
 
+    def state(self) -> IndexState:
+        """A consistent copy of what the index holds (its vector base is shared, not copied)."""
+        with self.lock:
+            n = self._n
+            return IndexState(
+                dimension=self.dimension,
+                generation=self.generation,
+                columns={name: getattr(self, name)[:n].copy() for name in COLUMNS},
+                vectors=self.vectors.parts(n) if self.dimension else [],
+                families=list(self._family_ids),
+                projects=list(self._projects),
+                sessions=dict(self._sessions),
+                postings=self.postings.arrays(),
+            )
+
+    @classmethod
+    def from_state(cls, state: IndexState) -> ScopeIndex:
+        """An index over ``state``; its vectors are used as they are (a mapped file's
+        read-only rows stay shared until one of them changes)."""
+        index = cls(state.dimension, state.generation)
+        n = int(state.columns["keys"].shape[0])
+        index._alloc(max(64, n))
+        for name in COLUMNS:
+            getattr(index, name)[:n] = state.columns[name]
+        index._n = n
+        if state.dimension and state.vectors:
+            index.vectors = Vectors(state.dimension, state.vectors[0])
+        index._position = dict(zip(index.keys[:n].tolist(), range(n), strict=True))
+        index._family_ids = {family: i for i, family in enumerate(state.families)}
+        index._projects = {project: i for i, project in enumerate(state.projects)}
+        index._sessions = dict(state.sessions)
+        index.postings = Postings.from_arrays(state.postings)
+        return index
+
     def add(self, row: Row, vector: npt.NDArray[np.float32] | None) -> None:
         with self.lock:
-            self._writable()
             if self._n == self._cap:
                 self._alloc(self._cap * 2)
             i = self._n
             self.keys[i] = row.key
+            self.vectors.reserve(i + 1)
             if vector is not None:
-                self.vec[i] = vector
+                self.vectors.set(i, vector)
                 self.has_vec[i] = True
             self.current[i] = row.is_current
             self.status[i] = STATUS_CODES[row.status]
@@ -249,8 +312,7 @@ class ScopeIndex:
         with self.lock:
             i = self._position.get(key)
             if i is not None:
-                self._writable()
-                self.vec[i] = vector
+                self.vectors.set(i, vector)
                 self.has_vec[i] = True
 
     def sessions_of(self, keys: Sequence[int]) -> dict[int, str]:
@@ -269,7 +331,7 @@ class ScopeIndex:
             i = self._position.get(key)
             if i is None or not self.has_vec[i]:
                 return None
-            row: npt.NDArray[np.float32] = self.vec[i].copy()
+            row: npt.NDArray[np.float32] = self.vectors.row(i).copy()
             return row
 
     def similarities(self, keys: Sequence[int], query: npt.NDArray[np.float32]) -> dict[int, float]:
@@ -278,7 +340,7 @@ class ScopeIndex:
             found = [(key, i) for key, i in found if self.has_vec[i]]
             if not found:
                 return {}
-            scores = (self.vec[[i for _, i in found]] @ query).tolist()
+            scores = (self.vectors.take([i for _, i in found]) @ query).tolist()
             return {key: score for (key, _), score in zip(found, scores, strict=True)}
 
     def _set_family_status(self, family: str, status: Status) -> None:
@@ -350,8 +412,8 @@ class ScopeIndex:
             if idx.size == 0:
                 return [], 0
             if idx.size * _NARROW < n:
-                return self._top(self.vec[idx] @ query, idx, limit)
-            return self._top((self.vec[:n] @ query)[idx], idx, limit)
+                return self._top(self.vectors.take(idx) @ query, idx, limit)
+            return self._top(self.vectors.scores(query, n)[idx], idx, limit)
 
     def search_text(
         self, keys: Mapping[str, float], filters: Filters, limit: int, now_micros: int

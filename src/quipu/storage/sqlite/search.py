@@ -12,25 +12,33 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import MemoryVersion, ScopeRef
+from quipu.retrieval.bm25 import TOKENIZER_VERSION
 from quipu.retrieval.expansion import query_keys
 from quipu.storage.base import EmbeddingPin, SearchInfo, Vector
+from quipu.storage.sqlite import index_file
 from quipu.storage.sqlite.rows import fetch_all
 from quipu.storage.sqlite.scope_index import (
     KIND_BY_NAME,
     SOURCE_BY_NAME,
     STATUS_BY_NAME,
+    IndexState,
     Row,
     ScopeIndex,
 )
 from quipu.storage.timecodec import to_micros, to_micros_opt
 
 log = logging.getLogger("quipu.storage")
+
+#: A scope's index file this many generations behind is rewritten once caught up, so the next
+#: process replays less of ``scope_log`` (which keeps 1,024 generations).
+_REWRITE_BEHIND = 256
 
 
 class ScopeSearch:
@@ -40,8 +48,13 @@ class ScopeSearch:
     _index_lock: threading.Lock
     _indexes: OrderedDict[ScopeRef, ScopeIndex]
     _cache_rows: int
+    _index_folder: Path | None
     rebuilds: int
     catch_ups: int
+    mapped: int
+
+    def _store_id(self) -> str:
+        raise NotImplementedError
 
     def _reader(self) -> sqlite3.Connection:
         raise NotImplementedError
@@ -66,7 +79,7 @@ class ScopeSearch:
         index = self._index(ref)
         with index.lock:
             n = len(index)
-            return np.ascontiguousarray(index.vec[:n][index.has_vec[:n]])
+            return index.vectors.take(np.flatnonzero(index.has_vec[:n]))
 
     def text_candidates(
         self, ref: ScopeRef, query: str, filters: Filters, limit: int, *, expansion: float = 0.0
@@ -141,11 +154,62 @@ class ScopeSearch:
             if index is not None:
                 self._indexes.move_to_end(ref)
                 return index
-            index = self._build(conn, ref, pin, generation)
-            self.rebuilds += 1
+            index = self._from_file(conn, ref, pin, generation)
+            if index is None:
+                index = self._build(conn, ref, pin)
+                self.rebuilds += 1
+                self._to_file(ref, pin, index)
             self._indexes[ref] = index
             self._evict()
             return index
+
+    # -- index files (issue 23) --------------------------------------------------------------
+    def _origin(self, ref: ScopeRef, pin: EmbeddingPin | None) -> index_file.Origin:
+        return index_file.Origin(
+            store_id=self._store_id(),
+            tenant_id=ref.tenant_id,
+            scope=ref.scope.value,
+            owner=ref.owner,
+            model=pin.model_id if pin else "",
+            dimension=pin.dimension if pin else 0,
+            tokenizer=TOKENIZER_VERSION,
+        )
+
+    def _from_file(
+        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None, generation: int
+    ) -> ScopeIndex | None:
+        """The scope's index mapped from its file, brought up to ``generation``; ``None`` when
+        there is no usable file (then the caller loads the scope from the database)."""
+        if self._index_folder is None:
+            return None
+        path = index_file.file_for(self._index_folder, ref)
+        state = index_file.read(path, self._origin(ref, pin))
+        if state is None or state.generation > generation or not _same_last(conn, ref, state):
+            return None
+        index = ScopeIndex.from_state(state)
+        behind = generation - index.generation
+        if behind and not self._catch_up(conn, ref, pin, index, generation):
+            return None
+        self.mapped += 1
+        if behind > _REWRITE_BEHIND:
+            self._to_file(ref, pin, index)
+        return index
+
+    def _to_file(self, ref: ScopeRef, pin: EmbeddingPin | None, index: ScopeIndex) -> None:
+        """Write the scope's index for the next process; a folder that cannot be written
+        leaves every process loading the scope itself (logged, not raised)."""
+        if self._index_folder is None:
+            return
+        path = index_file.file_for(self._index_folder, ref)
+        try:
+            index_file.write(path, self._origin(ref, pin), index.state())
+        except OSError as exc:
+            log.warning("could not write the scope index file %s: %s", path, exc)
+
+    def _forget_file(self, ref: ScopeRef) -> None:
+        """Delete the scope's index file (an erasure: no erased term may stay on disk)."""
+        if self._index_folder is not None:
+            index_file.remove(index_file.file_for(self._index_folder, ref))
 
     def _catch_up(
         self,
@@ -196,19 +260,33 @@ class ScopeSearch:
         return True
 
     def _build(
-        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None, generation: int
+        self, conn: sqlite3.Connection, ref: ScopeRef, pin: EmbeddingPin | None
     ) -> ScopeIndex:
-        """Load a scope into a fresh index; columns in ``scope_index.BULK_COLUMNS`` order."""
-        rows = fetch_all(
-            conn,
-            "SELECT key, id, is_current, status, valid_at, valid_to, observed_at, kind, source,"
-            " confidence, project, terms, json_extract(provenance, '$.session_id'),"
-            " CASE WHEN embedding_model = ? THEN vector END"
-            " FROM memory_versions"
-            " WHERE tenant_id = ? AND scope = ? AND owner = ? ORDER BY key",
-            (pin.model_id if pin else "", ref.tenant_id, ref.scope.value, ref.owner),
-        )
-        index = ScopeIndex(pin.dimension if pin else 0, generation)
+        """Load a scope into a fresh index; columns in ``scope_index.BULK_COLUMNS`` order. The
+        rows and their generation are read in one transaction, so an index (and the file
+        written from it) never labels rows with a generation they are not of."""
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            found = conn.execute(
+                "SELECT generation FROM scope_state WHERE tenant_id = ? AND scope = ?"
+                " AND owner = ?",
+                (ref.tenant_id, ref.scope.value, ref.owner),
+            ).fetchone()
+            rows = fetch_all(
+                conn,
+                "SELECT key, id, is_current, status, valid_at, valid_to, observed_at, kind,"
+                " source, confidence, project, terms, json_extract(provenance, '$.session_id'),"
+                " CASE WHEN embedding_model = ? THEN vector END"
+                " FROM memory_versions"
+                " WHERE tenant_id = ? AND scope = ? AND owner = ? ORDER BY key",
+                (pin.model_id if pin else "", ref.tenant_id, ref.scope.value, ref.owner),
+            )
+        finally:
+            if own:
+                conn.execute("COMMIT")
+        index = ScopeIndex(pin.dimension if pin else 0, int(found[0]) if found else 0)
         index.bulk_load([row for row in rows if _indexable(row)])
         return index
 
@@ -217,6 +295,22 @@ class ScopeSearch:
         while total > self._cache_rows and len(self._indexes) > 1:
             _, dropped = self._indexes.popitem(last=False)
             total -= len(dropped)
+
+
+def _same_last(conn: sqlite3.Connection, ref: ScopeRef, state: IndexState) -> bool:
+    """Whether the last row of a file's index is still the same version of the same scope in
+    the database (not so after a backup was restored over the file's store)."""
+    keys = state.columns["keys"]
+    if keys.shape[0] == 0:
+        return True
+    last = int(keys[-1])
+    row = conn.execute(
+        "SELECT id FROM memory_versions WHERE key = ? AND tenant_id = ? AND scope = ?"
+        " AND owner = ?",
+        (last, ref.tenant_id, ref.scope.value, ref.owner),
+    ).fetchone()
+    family = state.families[int(state.columns["family"][-1])]
+    return row is not None and row[0] == family
 
 
 def add_version(

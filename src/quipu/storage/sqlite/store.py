@@ -91,9 +91,18 @@ class SQLiteStore(
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
     def __init__(
-        self, path: str | Path, *, busy_timeout: float = 10.0, cache_rows: int = 2_000_000
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = 10.0,
+        cache_rows: int = 2_000_000,
+        index_files: bool = True,
     ):
         self.path = str(path)
+        #: Where scope indexes are kept for other processes to map (``index_file``).
+        self._index_folder = (
+            Path(self.path + "-index") if index_files and self.path != ":memory:" else None
+        )
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._timeout = busy_timeout
@@ -101,6 +110,8 @@ class SQLiteStore(
         #: Scope indexes loaded whole, and brought up to date from ``scope_log`` (diagnostics).
         self.rebuilds = 0
         self.catch_ups = 0
+        self.mapped = 0  # scope indexes mapped from their file instead
+        self._id: str | None = None
         self._write_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._local = threading.local()
@@ -554,9 +565,21 @@ class SQLiteStore(
         return out
 
     def _forget_index(self, ref: ScopeRef) -> None:
-        """Drop this process's index of a scope (an erase changed rows under it)."""
+        """Drop this process's index of a scope and its file (an erase changed rows under it)."""
         with self._index_lock:
             self._indexes.pop(ref, None)
+            self._forget_file(ref)
+
+    def _store_id(self) -> str:
+        """This store's random id (migration 0052), which its index files carry."""
+        if self._id is None:
+            row = (
+                self._reader()
+                .execute("SELECT value FROM store_meta WHERE key = 'store_id'")
+                .fetchone()
+            )
+            self._id = str(row[0])
+        return self._id
 
     def maintain(self) -> dict[str, list[str]]:
         """Nothing to build: the scope index is exact and lives in memory."""
