@@ -136,7 +136,8 @@ class ScopeIndex:
         self._cap = 0
         self._projects: dict[str, int] = {}
         self._position: dict[int, int] = {}
-        self._family_ids: dict[str, int] = {}
+        self._families: list[str] = []  # family code -> id; its inverse is built on a write
+        self._family_codes: dict[str, int] | None = {}
         self._sessions: dict[int, str] = {}  # key -> session id, for rows written in one
         self.postings = Postings()
         self.vectors = Vectors(dimension)
@@ -226,10 +227,11 @@ class ScopeIndex:
                     self.vectors = Vectors(self.dimension, base)
                 self.has_vec[present] = True
             self._position = dict(zip(keys, range(n), strict=True))
-            ids = self._family_ids
+            ids = self._codes()
             for family in families:
                 if family not in ids:
                     ids[family] = len(ids)
+                    self._families.append(family)
             self.family[:n] = [ids[f] for f in families]
             codes = self.status[:n]
             family_code = {families[i]: codes[i] for i in np.flatnonzero(self.current[:n])}
@@ -245,7 +247,7 @@ class ScopeIndex:
                 generation=self.generation,
                 columns={name: getattr(self, name)[:n].copy() for name in COLUMNS},
                 vectors=self.vectors.parts(n) if self.dimension else [],
-                families=list(self._family_ids),
+                families=list(self._families),
                 projects=list(self._projects),
                 sessions=dict(self._sessions),
                 postings=self.postings.arrays(),
@@ -264,7 +266,8 @@ class ScopeIndex:
         if state.dimension and state.vectors:
             index.vectors = Vectors(state.dimension, state.vectors[0])
         index._position = dict(zip(index.keys[:n].tolist(), range(n), strict=True))
-        index._family_ids = {family: i for i, family in enumerate(state.families)}
+        index._families = list(state.families)
+        index._family_codes = None  # built on the first write (100k ids: ~0.1-0.3 s)
         index._projects = {project: i for i, project in enumerate(state.projects)}
         index._sessions = dict(state.sessions)
         index.postings = Postings.from_arrays(state.postings)
@@ -291,7 +294,11 @@ class ScopeIndex:
             self.confidence[i] = row.confidence
             self.project[i] = -1 if row.project is None else self._project_code(row.project)
             self._position[row.key] = i
-            self.family[i] = self._family_ids.setdefault(row.family, len(self._family_ids))
+            codes = self._codes()
+            if row.family not in codes:
+                codes[row.family] = len(self._families)
+                self._families.append(row.family)
+            self.family[i] = codes[row.family]
             self.postings.add(i, row.terms)
             if row.session is not None:
                 self._sessions[row.key] = row.session
@@ -345,9 +352,15 @@ class ScopeIndex:
 
     def _set_family_status(self, family: str, status: Status) -> None:
         code = STATUS_CODES[status]
-        fid = self._family_ids.get(family)
+        fid = self._codes().get(family)
         if fid is not None:
             self.family_status[: self._n][self.family[: self._n] == fid] = code
+
+    def _codes(self) -> dict[str, int]:
+        """Family id -> code (under the lock)."""
+        if self._family_codes is None:
+            self._family_codes = {family: i for i, family in enumerate(self._families)}
+        return self._family_codes
 
     def _project_code(self, project: str) -> int:
         code = self._projects.get(project)

@@ -138,11 +138,7 @@ class ScopeSearch:
     def _index(self, ref: ScopeRef) -> ScopeIndex:
         pin = self.embedding_pin()
         conn = self._reader()
-        row = conn.execute(
-            "SELECT generation FROM scope_state WHERE tenant_id = ? AND scope = ? AND owner = ?",
-            (ref.tenant_id, ref.scope.value, ref.owner),
-        ).fetchone()
-        generation = int(row[0]) if row else 0
+        generation = _generation(conn, ref)
         with self._index_lock:
             index = self._indexes.get(ref)
             if (
@@ -158,7 +154,7 @@ class ScopeSearch:
             if index is None:
                 index = self._build(conn, ref, pin)
                 self.rebuilds += 1
-                self._to_file(ref, pin, index)
+                self._to_file(conn, ref, pin, index)
             self._indexes[ref] = index
             self._evict()
             return index
@@ -192,13 +188,20 @@ class ScopeSearch:
             return None
         self.mapped += 1
         if behind > _REWRITE_BEHIND:
-            self._to_file(ref, pin, index)
+            self._to_file(conn, ref, pin, index)
         return index
 
-    def _to_file(self, ref: ScopeRef, pin: EmbeddingPin | None, index: ScopeIndex) -> None:
+    def _to_file(
+        self,
+        conn: sqlite3.Connection,
+        ref: ScopeRef,
+        pin: EmbeddingPin | None,
+        index: ScopeIndex,
+    ) -> None:
         """Write the scope's index for the next process; a folder that cannot be written
-        leaves every process loading the scope itself (logged, not raised)."""
-        if self._index_folder is None:
+        leaves every process loading the scope itself (logged, not raised). Not when the scope
+        moved on while it loaded: an erase in between must not see its rows written back."""
+        if self._index_folder is None or _generation(conn, ref) != index.generation:
             return
         path = index_file.file_for(self._index_folder, ref)
         try:
@@ -295,6 +298,14 @@ class ScopeSearch:
         while total > self._cache_rows and len(self._indexes) > 1:
             _, dropped = self._indexes.popitem(last=False)
             total -= len(dropped)
+
+
+def _generation(conn: sqlite3.Connection, ref: ScopeRef) -> int:
+    row = conn.execute(
+        "SELECT generation FROM scope_state WHERE tenant_id = ? AND scope = ? AND owner = ?",
+        (ref.tenant_id, ref.scope.value, ref.owner),
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _same_last(conn: sqlite3.Connection, ref: ScopeRef, state: IndexState) -> bool:
