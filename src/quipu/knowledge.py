@@ -43,7 +43,7 @@ from quipu.core.knowledge import (
     subject_of,
 )
 from quipu.core.query import Filters
-from quipu.core.records import Principal, Scope, ScopeRef
+from quipu.core.records import Principal, Role, Scope, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.embeddings.base import Embedder
 from quipu.errors import (
@@ -62,7 +62,6 @@ from quipu.retrieval.knowledge_index import (
     SnapshotCache,
     as_memory,
     body_hash,
-    snippet,
 )
 from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
 from quipu.storage.base import Vector
@@ -352,14 +351,20 @@ class KnowledgeService:
         )
         wanted_category = None if category is None else _category(category)
         snap = self.snapshot(principal.tenant_id)
-        allowed = np.array(
-            [
-                can_read(principal, a)
-                and (wanted_category is None or a.category == wanted_category)
-                and flt.accepts(as_memory(a))
-                for a in snap.articles
-            ],
-            dtype=bool,
+        # who may read what depends on the reader's kind, not on the reader: one mask per
+        # kind and filters, kept with the snapshot (a write makes a new snapshot)
+        reader = (is_admin(principal), subject_of(principal), principal.role is Role.AGENT)
+        allowed = snap.mask(
+            (reader, wanted_category, flt.tags, flt.project),
+            lambda: np.array(
+                [
+                    can_read(principal, a)
+                    and (wanted_category is None or a.category == wanted_category)
+                    and flt.accepts(as_memory(a))
+                    for a in snap.articles
+                ],
+                dtype=bool,
+            ),
         )
         port = KnowledgePort(snap, allowed)
         pipeline = RecallPipeline(port, self.query_embedder, lim, self._clock)
@@ -371,7 +376,7 @@ class KnowledgeService:
                 h.score,
                 h.rank,
                 h.matched,
-                snippet(snap.articles[snap.by_id[h.memory.id]].body, text),
+                snap.snippet(snap.by_id[h.memory.id], text),
             )
             for h in found.results
         ]
