@@ -126,6 +126,16 @@ def test_api_003_knowledge_tools_over_mcp(tmp_path: Path, local_embedder: LocalE
             text = "".join(getattr(b, "text", "") for b in found.content)
             assert "<context>" in text and text.count("</context>") == 1
             rid = data["meta"]["recall_id"]
+            plain = await client.call_tool(
+                "recall_context", {"query": "deploy staging", "diversity": {"enabled": False}}
+            )
+            assert plain.structured_content["meta"]["diversity"]["enabled"] is False
+            wild = await client.call_tool(
+                "recall_context", {"query": "deploy staging", "diversity": {"lambda": 7}}
+            )
+            assert wild.is_error and "invalid_diversity" in "".join(
+                getattr(b, "text", "") for b in wild.content
+            )
             listed = await client.call_tool("knowledge_list", {"status": "published"})
             page = listed.structured_content
             assert [r["title"] for r in page["items"]] == ["Deploys"]

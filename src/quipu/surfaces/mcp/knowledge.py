@@ -225,6 +225,13 @@ def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None
         ] = None,
         k: Annotated[int, Field(description="Most rows (1-100).", ge=1, le=100)] = 10,
         project: Annotated[str | None, Field(description="Project partition.")] = None,
+        diversity: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="This call's diversity knobs: enabled, lambda (0-1),"
+                " near_dup_threshold (0.5-1), over_fetch (1-10), max_pool (1-100)."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
@@ -237,6 +244,7 @@ def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None
                 session_id=session_id,
                 k=k,
                 project=project,
+                diversity=diversity,
             ).to_dict(),
             context_text,
         )
