@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from quipu.consolidation.index import IndexService, IndexView
-from quipu.core.knowledge import ArticleVersion, ArticleWrite
+from quipu.core.knowledge import ArticlePage, ArticleVersion, ArticleWrite
 from quipu.core.records import Principal
 from quipu.graph.placement import Placement
 from quipu.graph.service import Graph
@@ -143,6 +143,28 @@ class KnowledgeVerbs:
 
     def knowledge_erase(self, article_id: str, *, reason: str) -> bool:
         return self.merged.knowledge.erase(self.principal, article_id, reason=reason)
+
+    def knowledge_list(
+        self,
+        *,
+        status: str | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        project: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ArticlePage:
+        """The articles this principal may read, by id, a page at a time (KNOW-1): summaries,
+        no bodies; pass ``next_cursor`` back as ``cursor`` for the next page."""
+        return self.merged.knowledge.list_articles(
+            self.principal,
+            status=status,
+            category=category,
+            tags=tags,
+            project=project,
+            cursor=cursor,
+            limit=limit,
+        )
 
 
 class IndexGraphVerbs:

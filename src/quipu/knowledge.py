@@ -18,6 +18,7 @@ Every create and update passes the novelty gate (KNOW-2, :meth:`KnowledgeService
 
 from __future__ import annotations
 
+import bisect
 import time
 import uuid
 from collections.abc import Callable
@@ -32,7 +33,9 @@ from quipu.core.knowledge import (
     MAX_BODY_BYTES,
     MAX_CATEGORY_CHARS,
     MAX_TITLE_CHARS,
+    ArticlePage,
     ArticleStatus,
+    ArticleSummary,
     ArticleVersion,
     ArticleWrite,
     Verdict,
@@ -43,7 +46,7 @@ from quipu.core.knowledge import (
     subject_of,
 )
 from quipu.core.query import Filters
-from quipu.core.records import Principal, Scope, ScopeRef
+from quipu.core.records import Principal, Role, Scope, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.embeddings.base import Embedder
 from quipu.errors import (
@@ -62,7 +65,6 @@ from quipu.retrieval.knowledge_index import (
     SnapshotCache,
     as_memory,
     body_hash,
-    snippet,
 )
 from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
 from quipu.storage.base import Vector
@@ -352,14 +354,19 @@ class KnowledgeService:
         )
         wanted_category = None if category is None else _category(category)
         snap = self.snapshot(principal.tenant_id)
-        allowed = np.array(
-            [
-                can_read(principal, a)
-                and (wanted_category is None or a.category == wanted_category)
-                and flt.accepts(as_memory(a))
-                for a in snap.articles
-            ],
-            dtype=bool,
+        # who may read what depends on the reader's kind, not on the reader: one mask per
+        # kind and filters, kept with the snapshot (a write makes a new snapshot)
+        allowed = snap.mask(
+            ("search", _reader(principal), wanted_category, flt.tags, flt.project),
+            lambda: np.array(
+                [
+                    can_read(principal, a)
+                    and (wanted_category is None or a.category == wanted_category)
+                    and flt.accepts(as_memory(a))
+                    for a in snap.articles
+                ],
+                dtype=bool,
+            ),
         )
         port = KnowledgePort(snap, allowed)
         pipeline = RecallPipeline(port, self.query_embedder, lim, self._clock)
@@ -371,7 +378,7 @@ class KnowledgeService:
                 h.score,
                 h.rank,
                 h.matched,
-                snippet(snap.articles[snap.by_id[h.memory.id]].body, text),
+                snap.snippet(snap.by_id[h.memory.id], text),
             )
             for h in found.results
         ]
@@ -380,6 +387,53 @@ class KnowledgeService:
         meta["candidates"] = int(allowed.sum())
         meta["timings"] = found.meta.get("timings", {})
         return KnowledgeResult(hits, meta)
+
+    def list_articles(
+        self,
+        principal: Principal,
+        *,
+        status: object = None,
+        category: object = None,
+        tags: object = None,
+        project: object = None,
+        cursor: object = None,
+        limit: object = None,
+    ) -> ArticlePage:
+        """The live articles the caller may read (KNOW-1: agents published ones and their own,
+        ``owner`` visibility only for its owner and admins), by id, ``limit`` a page (1 to
+        ``max_page``, that when omitted); ``cursor`` is the ``next_cursor`` of the page before.
+        ``tags``: the article holds them all; ``project``: the partition, as for search
+        (without it, articles of no project; with it, that project's and those of none)."""
+        wanted = None if status is None else _status(status)
+        flt = Filters(
+            tags=frozenset(validate.labels(tags, field="tags", max_count=self.limits.max_tags)),
+            project=validate.optional_id(project, field="project"),
+        )
+        wanted_category = None if category is None else _category(category)
+        after = None if cursor is None else _cursor(cursor)
+        size = self.guard.page_size(limit if limit is None else _whole(limit))
+        snap = self.snapshot(principal.tenant_id)
+        allowed = snap.mask(
+            ("list", _reader(principal), wanted, wanted_category, flt.tags, flt.project),
+            lambda: np.array(
+                [
+                    can_read(principal, a)
+                    and (wanted is None or a.status is wanted)
+                    and (wanted_category is None or a.category == wanted_category)
+                    and flt.accepts(as_memory(a))
+                    for a in snap.articles
+                ],
+                dtype=bool,
+            ),
+        )
+        ids = sorted(snap.articles[at].id for at in np.flatnonzero(allowed).tolist())
+        start = 0 if after is None else bisect.bisect_right(ids, after)
+        chosen = ids[start : start + size]
+        more = start + size < len(ids)
+        return ArticlePage(
+            [ArticleSummary.of(snap.articles[snap.by_id[i]]) for i in chosen],
+            chosen[-1] if more and chosen else None,
+        )
 
     def snapshot(self, tenant_id: str) -> KnowledgeSnapshot:
         """The tenant's live articles, ready to search (rebuilt after a write)."""
@@ -485,6 +539,28 @@ class KnowledgeService:
 def embedding_text(article: ArticleVersion) -> str:
     """What an article's vector is made from: its title, then its body."""
     return f"{article.title}\n\n{article.body}"
+
+
+def _reader(principal: Principal) -> tuple[bool, str, bool]:
+    """What :func:`~quipu.core.knowledge.can_read` reads of a principal of the tenant: readers
+    alike in it see the same articles."""
+    return is_admin(principal), subject_of(principal), principal.role is Role.AGENT
+
+
+def _cursor(value: object) -> str:
+    try:
+        return validate.identifier(value, field="cursor")
+    except InvalidInput:
+        raise InvalidInput(
+            "cursor must be the next_cursor of an earlier page",
+            code="invalid_cursor",
+            details={"field": "cursor"},
+        ) from None
+
+
+def _whole(value: object) -> int:
+    """A page size as given: a whole number (a string or a float is 422 ``invalid_limit``)."""
+    return validate.bounded_int(value, field="limit", low=1, high=2**31 - 1)
 
 
 def _tenant_writer(principal: Principal) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from quipu import wire
 from quipu import wire_knowledge as wk
-from quipu.core.knowledge import ArticleVersion, ArticleWrite
+from quipu.core.knowledge import ArticlePage, ArticleVersion, ArticleWrite
 from quipu.core.query import RecallResult
 from quipu.recall_context import ContextResult
 from quipu.usage import Graduated
@@ -141,6 +141,19 @@ class KnowledgeCalls:
         """Graduate a memory into a knowledge article (GRAD-1)."""
         return self._send(wk.graduate(memory_id, wire.given({"re_scope": re_scope})))
 
+    def knowledge_list(
+        self,
+        *,
+        status: str | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        project: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ArticlePage:
+        """The articles you may read, by id, a page at a time (summaries, no bodies)."""
+        return self._send(wk.list_articles(wire.given(locals())))
+
 
 class AsyncKnowledgeCalls:
     """The methods of :class:`KnowledgeCalls` on :class:`quipu.AsyncClient`, awaited."""
@@ -236,3 +249,15 @@ class AsyncKnowledgeCalls:
 
     async def graduate(self, memory_id: str, *, re_scope: str | None = None) -> Graduated:
         return await self._send(wk.graduate(memory_id, wire.given({"re_scope": re_scope})))
+
+    async def knowledge_list(
+        self,
+        *,
+        status: str | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        project: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ArticlePage:
+        return await self._send(wk.list_articles(wire.given(locals())))

@@ -18,7 +18,15 @@ from typing import Any
 from urllib.parse import quote
 
 from quipu.core import validate
-from quipu.core.knowledge import ArticleStatus, ArticleVersion, ArticleWrite, Verdict, Visibility
+from quipu.core.knowledge import (
+    ArticlePage,
+    ArticleStatus,
+    ArticleSummary,
+    ArticleVersion,
+    ArticleWrite,
+    Verdict,
+    Visibility,
+)
 from quipu.core.query import RecallResult
 from quipu.recall_context import ContextResult
 from quipu.usage import Graduated
@@ -173,6 +181,37 @@ def context_from_dict(data: Mapping[str, Any]) -> ContextResult:
     return ContextResult(
         [dict(row) for row in data["results"]], str(data["text"]), dict(data["meta"])
     )
+
+
+def list_articles(params: dict[str, Any]) -> Call[ArticlePage]:
+    """``GET /v1/knowledge``: a page of the articles the caller may read (``tags`` is sent as
+    repeated ``tag`` parameters)."""
+    query = dict(params)
+    if "tags" in query:
+        query["tag"] = list(query.pop("tags"))
+    return Call("GET", KNOWLEDGE_PATH, article_page_from_dict, params=query)
+
+
+def article_page_from_dict(data: Mapping[str, Any]) -> ArticlePage:
+    items = [
+        ArticleSummary(
+            id=str(row["id"]),
+            version=int(row["version"]),
+            title=str(row["title"]),
+            category=row.get("category"),
+            tags=tuple(str(t) for t in row.get("tags") or ()),
+            project=row.get("project"),
+            visibility=Visibility(row["visibility"]),
+            status=ArticleStatus(row["status"]),
+            owner=str(row["owner"]),
+            source=str(row["source"]),
+            related_id=row.get("related_id"),
+            recorded_at=datetime.fromisoformat(str(row["recorded_at"])),
+        )
+        for row in data["items"]
+    ]
+    cursor = data.get("next_cursor")
+    return ArticlePage(items, None if cursor is None else str(cursor))
 
 
 def graduated_from_dict(data: Mapping[str, Any]) -> Graduated:

@@ -275,3 +275,22 @@ def test_know_001_an_injection_lands_as_a_draft(kb: KnowledgeService, bob: Princ
     )
     assert w.article.status is ArticleStatus.DRAFT
     assert _ids(kb, bob, "release notes instructions") == []
+
+
+def test_know_001_a_readers_view_is_never_another_readers(
+    kb: KnowledgeService, alice: Principal, bob: Principal
+) -> None:
+    """Issue 25 (knowledge search kept per reader kind): the articles a search may rank are
+    worked out once per kind of reader and filters and kept with the snapshot; alice's view
+    (her own draft and owner-visible article) is never served to bob, an agent like her, nor
+    bob's to alice, nor an admin's to either."""
+    draft = kb.create(alice, "Alice's draft", "Alice rotates the VPN token daily.", status="draft")
+    hidden = kb.create(
+        alice, "Alice only", "Alice's VPN token lives in the grey safe.", visibility="owner"
+    )
+    mine = {draft.article.id, hidden.article.id}
+    assert set(_ids(kb, ADMIN, "VPN token")) == mine
+    assert set(_ids(kb, alice, "VPN token")) == mine
+    assert _ids(kb, bob, "VPN token") == []
+    assert set(_ids(kb, alice, "VPN token")) == mine
+    assert kb.search(bob, "VPN token", category=None, tags=[]).results == []

@@ -50,6 +50,17 @@ def test_know_001_articles_from_the_shell(tmp_path: Path) -> None:
     assert found["results"][0]["id"] == article_id and "body" not in found["results"][0]
     table = runner.invoke(app, ["articles", "search", "releases", "--db", db])
     assert article_id in table.stdout  # ids are never cut
+    listed = json.loads(
+        runner.invoke(app, ["articles", "list", "--tag", "ops", "--db", db, "--json"]).stdout
+    )
+    assert [a["id"] for a in listed["items"]] == [article_id] and "body" not in listed["items"][0]
+    assert listed["next_cursor"] is None
+    listing = runner.invoke(app, ["articles", "list", "--status", "published", "--db", db])
+    assert listing.exit_code == 0 and article_id in listing.stdout
+    hostile = runner.invoke(app, ["articles", "list", "--cursor", "../x", "--db", db])
+    assert hostile.exit_code == 1 and "invalid_cursor:" in hostile.stderr
+    too_many = runner.invoke(app, ["articles", "list", "--limit", "1000", "--db", db])
+    assert too_many.exit_code == 1 and "invalid_limit:" in too_many.stderr
     stale = runner.invoke(
         app, ["articles", "update", article_id, "--expected-version", "1", "--body", "x",
               "--db", db]

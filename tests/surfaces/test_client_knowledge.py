@@ -21,7 +21,7 @@ import quipu
 from quipu import AsyncClient, Client
 from quipu.auth.access import Access
 from quipu.composition import load_settings
-from quipu.core.knowledge import ArticleVersion, ArticleWrite, Verdict
+from quipu.core.knowledge import ArticlePage, ArticleSummary, ArticleVersion, ArticleWrite, Verdict
 from quipu.core.query import RecallResult
 from quipu.embeddings.local import LocalEmbedder
 from quipu.errors import Forbidden, InvalidInput, NotFound
@@ -113,6 +113,24 @@ def _scenario(writer: Any, admin: Any, *, writer_is_admin: bool = False) -> None
     assert all(isinstance(v, ArticleVersion) for v in versions)
     with pytest.raises(NotFound):
         writer.knowledge_get("no-such-article")
+
+    # -- the listing, page by page (KNOW-1) ----------------------------------------------------
+    listed: list[str] = []
+    cursor = None
+    for _ in range(50):
+        page = writer.knowledge_list(category="ops", tags=["release"], cursor=cursor, limit=1)
+        assert isinstance(page, ArticlePage) and len(page.items) <= 1
+        listed += [a.id for a in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert article.id in listed and len(listed) == len(set(listed))
+    row = next(a for a in writer.knowledge_list(tags=["release"]).items if a.id == article.id)
+    assert isinstance(row, ArticleSummary) and (row.title, row.version) == (title, 2)
+    assert "body" not in row.to_dict()
+    with pytest.raises(InvalidInput) as bad_cursor:
+        writer.knowledge_list(cursor="../x")
+    assert bad_cursor.value.code == "invalid_cursor"
 
     # -- merged recall and its ledger (RECALL-9) -----------------------------------------------
     context = writer.recall_context(

@@ -126,6 +126,26 @@ def test_api_003_knowledge_tools_over_mcp(tmp_path: Path, local_embedder: LocalE
             text = "".join(getattr(b, "text", "") for b in found.content)
             assert "<context>" in text and text.count("</context>") == 1
             rid = data["meta"]["recall_id"]
+            plain = await client.call_tool(
+                "recall_context", {"query": "deploy staging", "diversity": {"enabled": False}}
+            )
+            assert plain.structured_content["meta"]["diversity"]["enabled"] is False
+            wild = await client.call_tool(
+                "recall_context", {"query": "deploy staging", "diversity": {"lambda": 7}}
+            )
+            assert wild.is_error and "invalid_diversity" in "".join(
+                getattr(b, "text", "") for b in wild.content
+            )
+            listed = await client.call_tool("knowledge_list", {"status": "published"})
+            page = listed.structured_content
+            assert [r["title"] for r in page["items"]] == ["Deploys"]
+            assert "body" not in page["items"][0] and page["next_cursor"] is None
+            shown = "".join(getattr(b, "text", "") for b in listed.content)
+            assert shown.count("</knowledge>") == 1  # the title's own tag is defanged
+            hostile = await client.call_tool("knowledge_list", {"cursor": "../x"})
+            assert hostile.is_error and "invalid_cursor" in "".join(
+                getattr(b, "text", "") for b in hostile.content
+            )
             bad = await client.call_tool(
                 "recall_referenced", {"recall_id": rid, "ids": ["not-shown"]}
             )
@@ -199,3 +219,48 @@ def test_api_003_knowledge_tools_over_stdio_degrade_without_a_model(tmp_path: Pa
                 assert found.structured_content["results"] == []
 
     anyio.run(main)
+
+
+def test_know_001_http_lists_the_articles_the_key_may_read(http: Any) -> None:
+    """``GET /v1/knowledge`` (issue 25): the agent key lists published articles only, the admin
+    every one, another tenant nothing; pages follow ``next_cursor``; hostile query values are
+    422 with a stable code, never a 500."""
+    made = [
+        http("POST", "t.admin", "/v1/knowledge", {"title": t, "body": b, **extra}).json()
+        for t, b, extra in (
+            ("Staging deploys", "Run make deploy-staging with the VPN on.", {"tags": ["ops"]}),
+            ("Coffee", "Facilities descale the machine on Fridays.", {"status": "draft"}),
+            ("Budget", "Twelve incident hours for Q3.", {"visibility": "owner"}),
+        )
+    ]
+    ids = [m["article"]["id"] for m in made]
+    agent = http("GET", "t.a", "/v1/knowledge")
+    assert agent.status_code == 200, agent.text
+    assert [r["id"] for r in agent.json()["items"]] == [ids[0]]
+    assert "body" not in agent.json()["items"][0] and agent.json()["next_cursor"] is None
+    first = http("GET", "t.admin", "/v1/knowledge?limit=2").json()
+    rest = http("GET", "t.admin", f"/v1/knowledge?limit=2&cursor={first['next_cursor']}").json()
+    assert sorted(r["id"] for r in first["items"] + rest["items"]) == sorted(ids)
+    assert rest["next_cursor"] is None
+    drafts = http("GET", "t.admin", "/v1/knowledge?status=draft").json()["items"]
+    assert [r["id"] for r in drafts] == [ids[1]]
+    tagged = http("GET", "t.admin", "/v1/knowledge?tag=ops&tag=ops").json()["items"]
+    assert [r["id"] for r in tagged] == [ids[0]]
+    assert http("GET", "u.admin", "/v1/knowledge").json()["items"] == []
+    for query, code in (
+        ("limit=abc", "invalid_request"),
+        ("limit=0", "invalid_limit"),
+        ("limit=201", "invalid_limit"),
+        ("limit=99999999999999999999999999", None),
+        ("cursor=..%2Fx", "invalid_cursor"),
+        ("cursor=a%00b", "invalid_text"),  # the transport refuses NUL first
+        ("cursor=%ED%A0%80", "invalid_cursor"),
+        ("status=erased", "invalid_status"),
+        ("tag=%00", None),
+        ("category=" + "c" * 65, None),
+        ("project=..%2Fetc", "invalid_id"),
+    ):
+        bad = http("GET", "t.admin", f"/v1/knowledge?{query}")
+        assert bad.status_code == 422, (query, bad.status_code, bad.text)
+        if code is not None:
+            assert bad.json()["error"]["code"] == code, query

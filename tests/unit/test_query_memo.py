@@ -68,7 +68,7 @@ def test_recall_009_reads_asking_together_embed_the_query_once(
     assert counted.embedded == texts  # one embedding of the pair, for all four readers
     first = answers[0]
     assert isinstance(first, np.ndarray) and first.shape == (2, local_embedder.dimension)
-    assert all(answer is first for answer in answers)
+    assert all(np.array_equal(answer, first) for answer in answers)  # type: ignore[arg-type]
 
 
 def test_recall_009_a_failed_embedding_is_everyones_and_not_remembered(
@@ -86,3 +86,21 @@ def test_recall_009_a_failed_embedding_is_everyones_and_not_remembered(
     assert counted.embedded.count("the model is down") == 4
     memo.embed_query("the model is down")
     assert counted.embedded.count("the model is down") == 4  # and now remembered
+
+
+def test_recall_009_a_text_is_embedded_once_whatever_it_is_asked_with(
+    local_embedder: LocalEmbedder,
+) -> None:
+    """Issue 25 (recall_context latency): the knowledge search asks for the query alone, each
+    scope read for the query and that scope's focused form; the query is embedded once and
+    each focused form once, and a vector is the same as the model's alone."""
+    counted = Counted(local_embedder)
+    memo = QueryMemo(counted)
+    query = "when does Caroline go to the support group?"
+    alone = memo.embed_queries([query])
+    pair = memo.embed_queries([query, "support group"])
+    other = memo.embed_queries([query, "Caroline support"])
+    assert counted.embedded == [query, "support group", "Caroline support"]
+    assert np.array_equal(alone[0], pair[0]) and np.array_equal(pair[0], other[0])
+    assert np.allclose(pair[1], local_embedder.embed_query("support group"))
+    assert not pair.flags.writeable

@@ -215,3 +215,66 @@ def article_tombstone(current: ArticleVersion, actor: str, at: datetime) -> Arti
         relation="erases",
         reason=None,
     )
+
+
+@dataclass(frozen=True)
+class ArticleSummary:
+    """One row of an articles listing (KNOW-1): what an article is, never its body (read it
+    with ``knowledge_get``)."""
+
+    id: str
+    version: int
+    title: str
+    category: str | None
+    tags: tuple[str, ...]
+    project: str | None
+    visibility: Visibility
+    status: ArticleStatus
+    owner: str
+    source: str
+    related_id: str | None
+    recorded_at: datetime
+
+    @classmethod
+    def of(cls, article: ArticleVersion) -> ArticleSummary:
+        return cls(
+            article.id,
+            article.version,
+            article.title,
+            article.category,
+            article.tags,
+            article.project,
+            article.visibility,
+            article.status,
+            article.owner,
+            article.source,
+            article.related_id,
+            article.recorded_at,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "version": self.version,
+            "title": self.title,
+            "category": self.category,
+            "tags": list(self.tags),
+            "project": self.project,
+            "visibility": self.visibility.value,
+            "status": self.status.value,
+            "owner": self.owner,
+            "source": self.source,
+            "related_id": self.related_id,
+            "recorded_at": self.recorded_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class ArticlePage:
+    """A page of an articles listing, by id; ``next_cursor`` is None on the last page."""
+
+    items: list[ArticleSummary]
+    next_cursor: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": [a.to_dict() for a in self.items], "next_cursor": self.next_cursor}

@@ -16,7 +16,8 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +44,8 @@ from quipu.storage.base import SearchInfo, Vector
 SNIPPET_CHARS = 280
 #: Tenants whose snapshots one process keeps.
 _CACHED_TENANTS = 64
+#: Reader masks one snapshot keeps.
+_MASKS = 256
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,11 @@ class KnowledgeSnapshot:
     has_vector: npt.NDArray[np.bool_]
     postings: Postings
     by_id: dict[str, int]
+    flat: dict[int, tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
+    """Each searched article's body flattened for snippets (:func:`flatten`), on first use."""
+    masks: dict[Any, npt.NDArray[np.bool_]] = field(default_factory=dict, compare=False, repr=False)
+    """Which articles a kind of reader with given filters may search, on first use (a use
+    case keys it; the snapshot only keeps at most :data:`_MASKS` of them)."""
 
     @classmethod
     def build(
@@ -73,6 +81,25 @@ class KnowledgeSnapshot:
         return cls(
             generation, articles, vectors, has, postings, {a.id: i for i, a in enumerate(articles)}
         )
+
+    def snippet(self, at: int, query: str) -> str:
+        """:func:`snippet` of the article at ``at``, its body flattened once per snapshot
+        (flattening a long body was most of a knowledge search's time)."""
+        found = self.flat.get(at)
+        if found is None:
+            found = self.flat[at] = flatten(self.articles[at].body)
+        return snippet(self.articles[at].body, query, flat=found)
+
+    def mask(self, key: Any, build: Callable[[], npt.NDArray[np.bool_]]) -> npt.NDArray[np.bool_]:
+        """The mask kept under ``key``, else ``build()`` kept (read-only) and returned."""
+        found = self.masks.get(key)
+        if found is None:
+            found = build()
+            found.setflags(write=False)
+            if len(self.masks) >= _MASKS:
+                self.masks.clear()
+            self.masks[key] = found
+        return found
 
 
 class SnapshotCache:
@@ -210,13 +237,21 @@ def body_hash(body: str) -> str:
 _SPACE = re.compile(r"\s+")
 
 
-def snippet(body: str, query: str, limit: int = SNIPPET_CHARS) -> str:
-    """A bounded excerpt of ``body``: the window around the first query word it holds (else
-    its start), whitespace collapsed, at most ``limit`` characters plus ellipses."""
+def flatten(body: str) -> tuple[str, str]:
+    """``body`` with whitespace collapsed, and that case-folded (what :func:`snippet` reads)."""
     flat = _SPACE.sub(" ", body).strip()
-    if len(flat) <= limit:
-        return flat
-    lowered = flat.casefold()
+    return flat, flat.casefold()
+
+
+def snippet(
+    body: str, query: str, limit: int = SNIPPET_CHARS, *, flat: tuple[str, str] | None = None
+) -> str:
+    """A bounded excerpt of ``body``: the window around the first query word it holds (else
+    its start), whitespace collapsed, at most ``limit`` characters plus ellipses. ``flat`` is
+    :func:`flatten` of ``body`` when the caller has it already."""
+    flat_body, lowered = flatten(body) if flat is None else flat
+    if len(flat_body) <= limit:
+        return flat_body
     start = 0
     words = {w for w in re.findall(r"[^\W_]+", query.casefold()) if len(w) > 3}
     for word in sorted(words, key=lambda w: (-len(w), w)):  # the longest word first
@@ -224,8 +259,8 @@ def snippet(body: str, query: str, limit: int = SNIPPET_CHARS) -> str:
         if at >= 0:
             start = max(0, at - limit // 4)
             break
-    piece = flat[start : start + limit]
-    return ("…" if start else "") + piece + ("…" if start + limit < len(flat) else "")
+    piece = flat_body[start : start + limit]
+    return ("…" if start else "") + piece + ("…" if start + limit < len(flat_body) else "")
 
 
 def _top(

@@ -1,4 +1,4 @@
-"""`quipu articles write|update|show|history|search|erase`: knowledge articles from the shell
+"""`quipu articles write|update|show|history|search|list|erase`: knowledge articles from the shell
 (issue 25, KNOW-1, KNOW-2), on a local store as the trusted local principal or on a Quipu server
 (``--db http(s)://…``, key in ``QUIPU_API_KEY``) through the same client methods. Text for
 people, ``--json`` for scripts; errors print their stable code and exit 1."""
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from quipu.core.knowledge import ArticleVersion, ArticleWrite
 
 articles = typer.Typer(
-    help="Knowledge articles: write, update, show, history, search, erase (KNOW-1).",
+    help="Knowledge articles: write, update, show, history, search, list, erase (KNOW-1).",
     no_args_is_help=True,
 )
 out = Console()
@@ -96,6 +96,17 @@ class ArticleClient(Protocol):
     ) -> _Rows: ...
 
     def knowledge_erase(self, article_id: str, *, reason: str) -> bool: ...
+
+    def knowledge_list(
+        self,
+        *,
+        status: str | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        project: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> _Rows: ...
 
     def close(self) -> None: ...
 
@@ -321,4 +332,41 @@ def erase(
         lambda c: {"id": article_id, "erased": c.knowledge_erase(article_id, reason=reason)},
         as_json,
         lambda d: out.print(escape(f"erased {d['id']}" if d["erased"] else "nothing to erase")),
+    )
+
+
+def _listed(data: dict[str, Any]) -> None:
+    columns = ["id", "version", "status", "visibility", "category", "title"]
+    out.print(rows_table(data["items"], columns, out.width))
+    if data.get("next_cursor"):
+        out.print(escape(f"more: --cursor {data['next_cursor']}"))
+
+
+@articles.command("list")
+def list_(
+    db: Db = None,
+    config: Config = None,
+    status: Annotated[str | None, typer.Option(help="draft or published.")] = None,
+    category: Category = None,
+    tag: Tags = None,
+    project: Annotated[str | None, typer.Option(help="Project id.")] = None,
+    cursor: Annotated[str | None, typer.Option(help="next_cursor of the page before.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Page size (1 to 200).")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """The articles you may read, by id, one page (summaries, never the body); --cursor for
+    the next page."""
+    _run(
+        db,
+        config,
+        lambda c: c.knowledge_list(
+            status=status,
+            category=category,
+            tags=tag,
+            project=project,
+            cursor=cursor,
+            limit=limit,
+        ).to_dict(),
+        as_json,
+        _listed,
     )

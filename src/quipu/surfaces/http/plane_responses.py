@@ -102,3 +102,7 @@ class GraphAnswerOut(_Open):
 
 class GraphOntologyOut(_Open):
     """The tenant's entity ``types`` and ``single_valued`` predicates (built-ins and its own)."""
+
+
+class ArticlePageOut(_Open):
+    """A page of article summaries (no bodies), by id: ``items`` and ``next_cursor``."""

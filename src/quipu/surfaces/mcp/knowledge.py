@@ -24,6 +24,7 @@ KNOWLEDGE_TOOL_NAMES = (
     "recall_context",
     "recall_referenced",
     "memory_graduate",
+    "knowledge_list",
 )
 
 Call = Callable[[Context, Callable[[Principal], Any], Callable[[Any], str] | None], CallToolResult]
@@ -66,6 +67,12 @@ recalled often). The article goes through the novelty gate and is an owner-visib
 `re_scope: "tenant"` (needs the tenant:write grant) makes it a published article for the whole
 organisation. A memory graduates once: asking again returns its article (`deduplicated`), but
 re-scoping one that graduated narrow is `already_graduated`."""
+LIST = """\
+List the knowledge articles you may read, a page at a time, by id: id, version, title,
+category, tags, project, visibility, status, owner and when it was written, never the body
+(read it with knowledge_get). Filter by `status` (draft or published), `category`, `tags` (an
+article holds all of them) and `project`. Pass `next_cursor` back as `cursor` for the next
+page. Agents see published articles and their own drafts."""
 ScopeName = Literal["agent", "user", "agent_user", "tenant"]
 
 
@@ -92,6 +99,17 @@ def article_text(data: Mapping[str, Any]) -> str:
     line = f"[{article.get('id')} v{article.get('version')} {article.get('status')}]"
     line += f" {article.get('title')}\n{article.get('body', '')}"
     return f"{verdict}1 article\n{render_data_block([line], 'knowledge')}"
+
+
+def list_text(data: Mapping[str, Any]) -> str:
+    rows = data.get("items", [])
+    lines = [
+        f"[{r['id']} v{r['version']} {r['status']} {r['visibility']}] {r['title']}"
+        + (f" ({r['category']})" if r.get("category") else "")
+        for r in rows
+    ]
+    more = f"; next_cursor {data['next_cursor']}" if data.get("next_cursor") else ""
+    return f"{len(rows)} articles{more}\n{render_data_block(lines, 'knowledge')}"
 
 
 def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None:
@@ -207,6 +225,13 @@ def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None
         ] = None,
         k: Annotated[int, Field(description="Most rows (1-100).", ge=1, le=100)] = 10,
         project: Annotated[str | None, Field(description="Project partition.")] = None,
+        diversity: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="This call's diversity knobs: enabled, lambda (0-1),"
+                " near_dup_threshold (0.5-1), over_fetch (1-10), max_pool (1-100)."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx,
@@ -219,6 +244,7 @@ def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None
                 session_id=session_id,
                 k=k,
                 project=project,
+                diversity=diversity,
             ).to_dict(),
             context_text,
         )
@@ -250,4 +276,30 @@ def knowledge_tools(server: MCPServer, merged: MergedRecall, call: Call) -> None
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         return call(
             ctx, lambda who: graduation.graduate(who, memory_id, re_scope=re_scope).to_dict(), None
+        )
+
+    @server.tool(name="knowledge_list", title="List articles", description=LIST, annotations=reader)
+    def knowledge_list(
+        ctx: Context,
+        status: Annotated[
+            Literal["draft", "published"] | None, Field(description="draft or published.")
+        ] = None,
+        category: Annotated[str | None, Field(description="Only this category.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Articles hold every one.")] = None,
+        project: Annotated[str | None, Field(description="Project partition.")] = None,
+        cursor: Annotated[str | None, Field(description="next_cursor of the last page.")] = None,
+        limit: Annotated[int | None, Field(description="Page size (1-200).", ge=1, le=200)] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx,
+            lambda who: kb.list_articles(
+                who,
+                status=status,
+                category=category,
+                tags=tags,
+                project=project,
+                cursor=cursor,
+                limit=limit,
+            ).to_dict(),
+            list_text,
         )

@@ -20,6 +20,7 @@ from quipu.surfaces.http.plane_responses import (
     ArticleEraseOut,
     ArticleHistoryOut,
     ArticleOut,
+    ArticlePageOut,
     ArticleSearchOut,
     ArticleWriteOut,
     ContextOut,
@@ -230,3 +231,30 @@ def graduate_memory(
 ) -> SafeJSONResponse:
     done = Graduation(merged.knowledge).graduate(who, memory_id, re_scope=body.re_scope)
     return SafeJSONResponse(done.to_dict(), status_code=201 if done.created else 200)
+
+
+@router.get(
+    "/knowledge",
+    summary="List the articles you may read",
+    response_model=ArticlePageOut,
+)
+def list_articles(
+    merged: Merged,
+    who: Who,
+    status: Annotated[str | None, Query(description="draft or published.")] = None,
+    category: Annotated[str | None, Query(description="Only this category.")] = None,
+    tag: Annotated[list[str] | None, Query(description="Articles hold every one.")] = None,
+    project: Annotated[str | None, Query(description="Project partition.")] = None,
+    cursor: Annotated[str | None, Query(description="next_cursor of the page before.")] = None,
+    limit: Annotated[int | None, Query(description="Page size (1 to 200).")] = None,
+) -> SafeJSONResponse:
+    page = merged.knowledge.list_articles(
+        who,
+        status=status,
+        category=category,
+        tags=tag,
+        project=project,
+        cursor=cursor,
+        limit=limit,
+    )
+    return SafeJSONResponse(page.to_dict())
