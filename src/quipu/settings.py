@@ -318,6 +318,14 @@ class Settings(BaseModel):
         "facts it distils; off: facts only.",
     )
 
+    promotion_defer_episode_embedding: bool = Field(
+        True,
+        description="Promotion writes episodes without a vector and leaves their embedding to "
+        "the durable `embed_pending` job it enqueues (batched; recall finds an episode by its "
+        "words until then), so a session's promotion does not wait for the model on every turn; "
+        "off: episodes are embedded in the promotion itself.",
+    )
+
     index_debounce_seconds: int = Field(
         30,
         ge=0,
