@@ -333,6 +333,16 @@ class Settings(BaseModel):
         description="The compiled memory index of a scope is rebuilt by the consolidation sweep "
         "once the scope has been quiet this long after a write (CONSOL-1).",
     )
+    index_cooldown_seconds: int = Field(
+        60,
+        ge=0,
+        le=86_400,
+        description="Least time between two consolidations of one scope's index by the "
+        "consolidation job (CONSOL-4): a job due sooner waits in the queue until the cooldown "
+        "ends. One consolidation of a scope runs at a time across every worker (a lease in the "
+        "store); an explicit rebuild waits for the lease but not the cooldown.",
+    )
+
     index_cache_seconds: float = Field(
         30.0,
         ge=0,

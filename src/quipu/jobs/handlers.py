@@ -101,6 +101,7 @@ def build_worker(
             index,
             queue,
             debounce=timedelta(seconds=settings.index_debounce_seconds),
+            cooldown=timedelta(seconds=settings.index_cooldown_seconds),
             tenants=(settings.local_tenant,),
         )
         handlers[SWEEP_INDEXES] = jobs.sweep

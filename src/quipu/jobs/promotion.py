@@ -57,7 +57,7 @@ from quipu.errors import LimitExceeded, QuipuError
 from quipu.extraction.base import ExtractionResult, Extractor, Turn
 from quipu.jobs.episodes import Episode, PrefetchedEmbedder, episodes_of, promotion_key
 from quipu.jobs.queue import Lease, LeaseLost
-from quipu.jobs.worker import Retryable
+from quipu.jobs.worker import SYSTEM_TENANT, Retryable
 from quipu.memories import MemoryService
 from quipu.safety import scrub_secrets
 from quipu.sessions import promotion_job
@@ -281,7 +281,7 @@ class Promoter:
                 lease.heartbeat({"written": counts["created"]})
         self._write_episodes(memory, principal, scope, ref, key, episodes, lease, counts)
         if counts["episodes"] and self.config.defer_episode_embedding:
-            self._enqueue_embedding(key.tenant_id)
+            self._enqueue_embedding()
         return counts
 
     def _write_episodes(
@@ -335,13 +335,14 @@ class Promoter:
             if n % 25 == 24:
                 lease.heartbeat({"written": counts["created"], "episodes": counts["episodes"]})
 
-    def _enqueue_embedding(self, tenant_id: str) -> None:
-        """Ask for the deferred episodes' vectors: one durable ``embed_pending`` job, shared by
-        every promotion while it waits (its key is fixed; the queue keeps one queued or running
-        job per key). A job already running may finish before this promotion's rows are
-        visible to it; the periodic ``embed_pending`` slot then embeds them."""
+    def _enqueue_embedding(self) -> None:
+        """Ask for the deferred episodes' vectors: one durable ``embed_pending`` job, a system
+        job (the backfill embeds every tenant's rows) shared by every promotion while it waits
+        (its key is fixed; the queue keeps one queued or running job per key). A job already
+        running may finish before this promotion's rows are visible to it; the periodic
+        ``embed_pending`` slot then embeds them."""
         self.store.enqueue_job(
-            NewJob(tenant_id, EMBED_PENDING, "embed:deferred", max_attempts=5), self._clock()
+            NewJob(SYSTEM_TENANT, EMBED_PENDING, "embed:deferred", max_attempts=5), self._clock()
         )
 
     def _prefetched(self, texts: list[str]) -> MemoryService:

@@ -55,6 +55,7 @@ DISTRIBUTED = (
     "graph_facts",
     "graph_mentions",
     "graph_ontology",
+    "consolidation_leases",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 
