@@ -27,17 +27,23 @@ CHAT = [
     ("assistant", "Rooftop beekeeping needs a water tray and shade for the hive in summer."),
     ("user", "I spent 70 hours restoring my grandfather's oak desk last year."),
 ]
+#: The same things said again in other words, in another session.
+RETOLD = [
+    ("user", "Quentara, my sister, has beehives up on her Lisbon rooftop."),
+    ("assistant", "For hives on a roof, give the bees shade and a tray of water in summer."),
+    ("user", "Restoring the oak desk my grandfather left me took 70 hours."),
+]
 
 
-def _runtime(make_store, local_embedder, **settings: Any):  # type: ignore[no-untyped-def]
+def _runtime(make_store, local_embedder, name="quipu.db", **settings: Any):  # type: ignore[no-untyped-def]
     s = load_settings({"database": "unused.db", **settings}, environ={})
-    service = MemoryService(make_store(), local_embedder, Limits())
+    service = MemoryService(make_store(name), local_embedder, Limits())
     return build_runtime(s, service, extractor=DeterministicExtractor())
 
 
-def _promote_only(rt, who: Principal, session: str) -> None:  # type: ignore[no-untyped-def]
+def _promote_only(rt, who: Principal, session: str, chat=CHAT) -> None:  # type: ignore[no-untyped-def]
     """Append and promote ``session``, running the promotion job and nothing else."""
-    for i, (role, text) in enumerate(CHAT):
+    for i, (role, text) in enumerate(chat):
         rt.sessions.append(who, session, role, text, observed_at=SAID + timedelta(minutes=i))
     rt.sessions.promote(who, session)
     assert Worker(rt.queue, {PROMOTE: rt.worker.handlers[PROMOTE]}).drain() == 1
@@ -97,3 +103,28 @@ def test_issue24_inline_episode_embedding_stays_available(
     assert all(e.embedding_model == local_embedder.model_id for e in episodes)
     assert _queued_embeds(rt) == []
     rt.close()
+
+
+def test_issue24_backfill_leaves_what_an_inline_write_would_have(
+    make_store, local_embedder, alice: Principal
+) -> None:  # type: ignore[no-untyped-def]
+    """Once drained, deferred episodes carry at least the inline write's trust: a restatement
+    from another session in near-identical meaning corroborates (CONSOL-3). The first backfill only
+    attached vectors, so 318 of 454 LoCoMo memories stayed unverified that inline writes had
+    verified."""
+    trust = {}
+    for defer in (True, False):
+        rt = _runtime(
+            make_store, local_embedder, f"{defer}.db", promotion_defer_episode_embedding=defer
+        )
+        _promote_only(rt, alice, "s1")
+        _promote_only(rt, alice, "s2", RETOLD)
+        rt.worker.drain()
+        trust[defer] = {(m.kind, m.text): m.trust.value for m in _promoted(rt, alice)}
+        rt.close()
+    assert trust[True].keys() == trust[False].keys()
+    inline = {k for k, v in trust[False].items() if v == "verified"}
+    deferred = {k for k, v in trust[True].items() if v == "verified"}
+    assert inline and inline <= deferred
+    # The backfill looks at every row there when it runs; an inline write only at rows before
+    # it: a restatement the earlier session's row did not see yet may verify one more pair.

@@ -10,6 +10,7 @@ from quipu.consolidation.jobs import CONSOLIDATE_INDEX, SWEEP_INDEXES, IndexJobs
 from quipu.documents import DocumentService
 from quipu.extraction.base import Extractor
 from quipu.governance import ERASE_SUBJECT, GovernanceService
+from quipu.jobs.backfill import embed_pending
 from quipu.jobs.ingest import INGEST_DOCUMENT, DocumentIngest
 from quipu.jobs.promotion import EMBED_PENDING, Promoter, PromotionConfig, sweep
 from quipu.jobs.queue import JobQueue, Lease
@@ -66,7 +67,7 @@ def build_worker(
                 return {"deleted": deleted}
 
     def embed(_lease: Lease) -> dict[str, Any]:
-        return {"embedded": service.embed_pending()}
+        return dict(embed_pending(service.for_jobs()))
 
     def maintain(_lease: Lease) -> dict[str, Any]:
         return dict(service.store.maintain())
