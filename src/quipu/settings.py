@@ -318,6 +318,14 @@ class Settings(BaseModel):
         "facts it distils; off: facts only.",
     )
 
+    promotion_defer_episode_embedding: bool = Field(
+        True,
+        description="Promotion writes episodes without a vector and leaves their embedding to "
+        "the durable `embed_pending` job it enqueues (batched; recall finds an episode by its "
+        "words until then), so a session's promotion does not wait for the model on every turn; "
+        "off: episodes are embedded in the promotion itself.",
+    )
+
     index_debounce_seconds: int = Field(
         30,
         ge=0,
@@ -325,6 +333,16 @@ class Settings(BaseModel):
         description="The compiled memory index of a scope is rebuilt by the consolidation sweep "
         "once the scope has been quiet this long after a write (CONSOL-1).",
     )
+    index_cooldown_seconds: int = Field(
+        60,
+        ge=0,
+        le=86_400,
+        description="Least time between two consolidations of one scope's index by the "
+        "consolidation job (CONSOL-4): a job due sooner waits in the queue until the cooldown "
+        "ends. One consolidation of a scope runs at a time across every worker (a lease in the "
+        "store); an explicit rebuild waits for the lease but not the cooldown.",
+    )
+
     index_cache_seconds: float = Field(
         30.0,
         ge=0,

@@ -229,6 +229,16 @@ def _decode_credential(row: dict[str, Any]) -> tuple[Credential, str]:
     return credential, secret_hash
 
 
+def _said(turn: dict[str, Any]) -> datetime | None:
+    """A turn's ``observed_at`` (issue 24): ``None`` when the file has none or it equals
+    ``created_at`` (an export writes the append time there when the caller gave none)."""
+    raw = turn.get("observed_at")
+    if raw is None:
+        return None
+    said = _at(raw)
+    return None if said == _at(turn["created_at"]) else said
+
+
 def _decode_session(row: dict[str, Any]) -> PortableSession:
     try:
         key = SessionKey(str(row["tenant_id"]), str(row["owner"]), str(row["session_id"]))
@@ -251,6 +261,7 @@ def _decode_session(row: dict[str, Any]) -> PortableSession:
                 dict(t.get("metadata") or {}),
                 _at(t["created_at"]),
                 _at(t["expires_at"]),
+                _said(t),
             )
             for t in row.get("turns") or ()
         )

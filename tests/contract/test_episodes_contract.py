@@ -5,6 +5,7 @@ extractor's version."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from quipu.composition import build_runtime, load_settings
 from quipu.core.limits import Limits
-from quipu.core.records import Kind, Principal, Source, Trust
+from quipu.core.records import Kind, Principal, Role, Source, Trust
 from quipu.errors import InvalidInput
 from quipu.extraction.deterministic import DeterministicExtractor
 from quipu.memories import MemoryService
@@ -169,3 +170,33 @@ def test_promo_004_episodes_never_supersede_and_are_never_superseded(
     assert all(m.kind is not Kind.EPISODE and m.source is Source.PROMOTED for m in gone)
     assert rt.service.get(alice, explicit.memory.id).status.value == "active"
     rt.close()
+
+
+def test_mem_002_session_export_and_import_keep_each_turns_observed_at(
+    make_store, local_embedder, alice: Principal
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 24: a session export wrote the turn's time but the import dropped it (and the
+    stores never read it back), so moved history was dated at its append time again."""
+    from quipu import portability
+
+    source = _runtime(make_store, local_embedder)
+    _import(source, alice, "s1")
+    plain = source.sessions.append(alice, "s1", "assistant", "no time given for this one")
+    lines = [json.dumps(r) + "\n" for r in portability.export_records(source.service.store, None)]
+    turns = [t for r in map(json.loads, lines) if r["type"] == "session" for t in r["turns"]]
+    assert [t["observed_at"] for t in turns][:2] == [
+        SAID.isoformat(),
+        (SAID + timedelta(minutes=1)).isoformat(),
+    ]
+    target = MemoryService(make_store("target.db"), local_embedder, Limits())
+    importer = Principal(alice.tenant_id, "key-import", Role.SUPERADMIN)
+    portability.import_records(target, importer, lines)
+    moved = _runtime(lambda: target.store, local_embedder)
+    read = moved.sessions.history(alice, "s1")
+    assert [t.said_at for t in read] == [
+        *(SAID + timedelta(minutes=i) for i in range(len(CHAT))),
+        plain.created_at,
+    ]
+    assert read[-1].observed_at is None  # an append-time turn stays one
+    source.close()
+    target.close()

@@ -171,7 +171,7 @@ def test_promo_002_repromotion_adds_zero_rows_including_superseded(
     rt = _runtime(make_store, local_embedder)
     _chat(rt, alice, "s1")
     _job, created = rt.sessions.promote(alice, "s1")
-    assert created and rt.worker.drain() == 1
+    assert created and rt.worker.drain() == 2  # the promotion, then its embed_pending job
     first = _promoted(rt, alice)
     texts = sorted(m.text for m in first)
     assert (

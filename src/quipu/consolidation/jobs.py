@@ -7,8 +7,11 @@
   index is older than ``refresh`` are enqueued too, so usage-based expiry (CONSOL-5) runs on
   scopes nobody writes to.
 - ``consolidate_index``: rebuilds one scope's index; a build that changes nothing writes no
-  version. Consolidation of one scope is serialised: the queue runs one job per key at a
-  time and the store refuses a rewrite that does not follow the version it read.
+  version. Consolidation of one scope is serialised by the scope's lease (CONSOL-4), durable
+  in the store and shared by every worker and by an explicit rebuild, with ``cooldown``
+  between two runs: a job that finds the lease held or cooling down goes back to the queue
+  until it is free (:class:`~quipu.jobs.worker.Deferred`). The queue also runs one job per
+  key at a time, and the store refuses a rewrite that does not follow the version it read.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from quipu.consolidation.index import IndexService
+from quipu.consolidation.index import ConsolidationBusy, IndexService
 from quipu.core.jobs import NewJob
 from quipu.core.records import Scope, ScopeRef
 from quipu.core.scopes import GLOBAL_TENANT
 from quipu.jobs.queue import JobQueue, Lease
+from quipu.jobs.worker import Deferred
 
 SWEEP_INDEXES = "sweep_indexes"
 CONSOLIDATE_INDEX = "consolidate_index"
@@ -39,6 +43,7 @@ class IndexJobs:
         *,
         debounce: timedelta,
         refresh: timedelta = timedelta(days=1),
+        cooldown: timedelta = timedelta(0),
         tenants: Iterable[str] = (),
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -46,6 +51,7 @@ class IndexJobs:
         self.queue = queue
         self.debounce = debounce
         self.refresh = refresh
+        self.cooldown = cooldown
         self.extra_tenants = tuple(tenants)
         self._clock = clock or (lambda: datetime.now(UTC))
 
@@ -82,7 +88,11 @@ class IndexJobs:
         """Rebuild the job's scope (a build that changes nothing writes no version)."""
         job = lease.job
         ref = ScopeRef(job.tenant_id, Scope(str(job.payload["scope"])), str(job.payload["owner"]))
-        built = self.index.consolidate(ref)
+        try:
+            built = self.index.consolidate(ref, cooldown=self.cooldown)
+        except ConsolidationBusy as exc:
+            until = exc.retry_at or self._clock() + timedelta(seconds=1)
+            raise Deferred(exc.message, until=until, code=exc.code) from exc
         return {
             "version": built.version,
             "active": len(built.active),

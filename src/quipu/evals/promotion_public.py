@@ -13,7 +13,12 @@ store per haystack with the same embedder:
     promotion as it was before issue 24: facts only, the deterministic extractor's rules of
     revision 1.
 ``new``
-    promotion now: episodes plus facts from the current rules.
+    promotion now: episodes plus facts from the current rules, the episodes written without a
+    vector and embedded afterwards by the ``embed_pending`` job the promotion enqueues (drained
+    once every session is promoted, before the questions; its time is reported apart);
+``inline``
+    the same, each episode embedded inside its promotion (before the backfill), for the cost
+    and quality comparison in the same run.
 
 Reported per question type (LongMemEval) or category (LoCoMo):
 
@@ -29,7 +34,9 @@ Reported per question type (LongMemEval) or category (LoCoMo):
   one is current (``newer_current``) and an older one superseded (``old_superseded``);
 * storage: characters written (text, plus quotes) over the characters of the raw user turns
   and of all turns;
-* promotion cost: milliseconds per session (median, p95), embedding and writing included.
+* promotion cost: milliseconds per session (median, p95), embedding and writing included;
+  the ``embed_pending`` backfill's total time and its share per session beside it, and
+  ``any@5`` asked once more *before* the backfill (recall by the episodes' words only).
 """
 
 from __future__ import annotations
@@ -53,13 +60,15 @@ from quipu.evals.datasets import LMEQuestion, load_locomo, load_longmemeval
 from quipu.evals.metrics import percentile
 from quipu.evals.promotion import terms
 from quipu.extraction.deterministic import DeterministicExtractor
+from quipu.jobs.worker import Worker
 from quipu.memories import MemoryService
 from quipu.runtime import Runtime
+from quipu.sessions import PROMOTE
 from quipu.storage.sqlite.store import SQLiteStore
 
 __all__ = ["ARMS", "Dialogue", "run_locomo", "run_longmemeval"]
 
-ARMS = ("raw", "old", "new")
+ARMS = ("raw", "old", "new", "inline")
 K = 5
 #: Promoted facts drawn at random (seeded) per arm, for judging by hand.
 SAMPLE = 200
@@ -171,7 +180,8 @@ def _runtime(path: Path, embedder: Embedder, arm: str) -> Runtime:
         {
             "database": str(path),
             "worker_embedded": False,
-            "promotion_episodes": arm == "new",
+            "promotion_episodes": arm in ("new", "inline"),
+            "promotion_defer_episode_embedding": arm != "inline",
             "promotion_max_candidates": 1000,
         },
         environ={},
@@ -188,6 +198,9 @@ class _ArmResult:
     fact_answer: dict[str, bool] = field(default_factory=dict)
     updates: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     session_ms: list[float] = field(default_factory=list)
+    backfill_ms: float = 0.0
+    pending_after_backfill: int = 0
+    hits_before_backfill: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     chars: int = 0
     memories: int = 0
     facts: int = 0
@@ -231,11 +244,18 @@ def _run_arm(
         else:
             for t in dialogue.turns:
                 rt.sessions.append(_WHO, t.session_id, t.role, t.text, observed_at=t.at)
+            promote_only = Worker(rt.worker.queue, {PROMOTE: rt.worker.handlers[PROMOTE]})
             for sid in dict.fromkeys(t.session_id for t in dialogue.turns):
                 started = time.perf_counter()
                 rt.sessions.promote(_WHO, sid)
-                rt.worker.drain()
+                promote_only.drain()
                 out.session_ms.append(1000 * (time.perf_counter() - started))
+            if arm == "new":
+                out.hits_before_backfill.update(_hits(rt, dialogue))
+            started = time.perf_counter()
+            rt.worker.drain()  # the embed_pending job the promotions enqueued
+            out.backfill_ms += 1000 * (time.perf_counter() - started)
+            out.pending_after_backfill += len(rt.service.store.missing_vectors(100_000))
         written = _all_promoted(rt)
         out.chars += sum(_chars(m) for m in written)
         out.memories += len(written)
@@ -254,16 +274,8 @@ def _run_arm(
             )
             out.facts += len(facts)
             out.episodes += len(written) - len(facts)
+        out.hits.update(_hits(rt, dialogue))
         for q in dialogue.questions:
-            if q.gold_sessions:
-                result = rt.service.recall(_WHO, q.text, scope=SCOPE, k=50)
-                ranked: list[str] = []
-                for hit in result.results:
-                    where = hit.memory.provenance.session_id
-                    if where and where not in ranked:
-                        ranked.append(where)
-                top = set(ranked[:K])
-                out.hits[q.question_id] = (bool(top & q.gold_sessions), q.gold_sessions <= top)
             if arm == "raw" or not q.evidence:
                 continue
             _score_facts(q, facts, out)
@@ -271,6 +283,23 @@ def _run_arm(
         rt.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _hits(rt: Runtime, dialogue: Dialogue) -> dict[str, tuple[bool, bool]]:
+    """question id -> (an answer session in the top five, every answer session in it)."""
+    hits: dict[str, tuple[bool, bool]] = {}
+    for q in dialogue.questions:
+        if not q.gold_sessions:
+            continue
+        result = rt.service.recall(_WHO, q.text, scope=SCOPE, k=50)
+        ranked: list[str] = []
+        for hit in result.results:
+            where = hit.memory.provenance.session_id
+            if where and where not in ranked:
+                ranked.append(where)
+        top = set(ranked[:K])
+        hits[q.question_id] = (bool(top & q.gold_sessions), q.gold_sessions <= top)
+    return hits
 
 
 def _score_facts(q: Question, facts: Sequence[MemoryVersion], out: _ArmResult) -> None:
@@ -322,6 +351,10 @@ def _report(
                 "any@5": _ratio(r.hits[i][0] for i in ids if i in r.hits),
                 "all@5": _ratio(r.hits[i][1] for i in ids if i in r.hits),
             }
+            if r.hits_before_backfill:
+                before = r.hits_before_backfill
+                row["any@5_before_backfill"] = _ratio(before[i][0] for i in ids if i in before)
+                row["all@5_before_backfill"] = _ratio(before[i][1] for i in ids if i in before)
             if arm != "raw":
                 fact_ids = [
                     q.question_id
@@ -358,6 +391,11 @@ def _report(
                     "p95": round(percentile(r.session_ms, 95), 1) if r.session_ms else None,
                     "sessions": len(r.session_ms),
                 },
+                embed_backfill_ms={
+                    "total": round(r.backfill_ms, 1),
+                    "per_session": round(r.backfill_ms / max(1, len(r.session_ms)), 1),
+                    "rows_left_without_vector": r.pending_after_backfill,
+                },
             )
         if arm != "raw":
             pool = sorted(r.written_facts, key=lambda f: (f["source"], f["text"]))
@@ -377,7 +415,7 @@ def _run(
             progress(f"{n}/{len(dialogues)} {dialogue.dialogue_id}: {len(dialogue.turns)} turns")
             raw_chars["user"] += sum(len(t.text) for t in dialogue.turns if t.role == "user")
             raw_chars["all"] += sum(len(t.text) for t in dialogue.turns)
-            for arm in ("old", "new", "raw"):
+            for arm in ("old", "new", "inline", "raw"):
                 _run_arm(arm, dialogue, embedder, Path(tmp), results[arm])
     return _report(dialogues, results, raw_chars)
 

@@ -10,8 +10,9 @@ from quipu.consolidation.jobs import CONSOLIDATE_INDEX, SWEEP_INDEXES, IndexJobs
 from quipu.documents import DocumentService
 from quipu.extraction.base import Extractor
 from quipu.governance import ERASE_SUBJECT, GovernanceService
+from quipu.jobs.backfill import embed_pending
 from quipu.jobs.ingest import INGEST_DOCUMENT, DocumentIngest
-from quipu.jobs.promotion import Promoter, PromotionConfig, sweep
+from quipu.jobs.promotion import EMBED_PENDING, Promoter, PromotionConfig, sweep
 from quipu.jobs.queue import JobQueue, Lease
 from quipu.jobs.worker import Handler, Periodic, Worker
 from quipu.knowledge import KnowledgeService
@@ -22,7 +23,7 @@ from quipu.usage import Graduation
 
 SWEEP = "sweep_sessions"
 PRUNE = "prune_sessions"
-EMBED = "embed_pending"
+EMBED = EMBED_PENDING
 MAINTAIN = "maintain_store"
 GRADUATE = "graduate_memories"
 
@@ -46,6 +47,7 @@ def build_worker(
             scope=settings.promotion_scope,
             budget_per_hour=settings.model_budget_per_hour,
             episodes=settings.promotion_episodes,
+            defer_episode_embedding=settings.promotion_defer_episode_embedding,
         ),
     )
     window = timedelta(seconds=settings.sweep_window_seconds)
@@ -65,7 +67,7 @@ def build_worker(
                 return {"deleted": deleted}
 
     def embed(_lease: Lease) -> dict[str, Any]:
-        return {"embedded": service.embed_pending()}
+        return dict(embed_pending(service.for_jobs()))
 
     def maintain(_lease: Lease) -> dict[str, Any]:
         return dict(service.store.maintain())
@@ -100,6 +102,7 @@ def build_worker(
             index,
             queue,
             debounce=timedelta(seconds=settings.index_debounce_seconds),
+            cooldown=timedelta(seconds=settings.index_cooldown_seconds),
             tenants=(settings.local_tenant,),
         )
         handlers[SWEEP_INDEXES] = jobs.sweep

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from quipu.core.jobs import Job
+from quipu.core.jobs import Job, NewJob
 from quipu.core.query import Filters
 from quipu.core.records import (
     Kind,
@@ -57,7 +57,7 @@ from quipu.errors import LimitExceeded, QuipuError
 from quipu.extraction.base import ExtractionResult, Extractor, Turn
 from quipu.jobs.episodes import Episode, PrefetchedEmbedder, episodes_of, promotion_key
 from quipu.jobs.queue import Lease, LeaseLost
-from quipu.jobs.worker import Retryable
+from quipu.jobs.worker import SYSTEM_TENANT, Retryable
 from quipu.memories import MemoryService
 from quipu.safety import scrub_secrets
 from quipu.sessions import promotion_job
@@ -67,6 +67,8 @@ _FACT_KINDS = frozenset(k for k in Kind if k is not Kind.EPISODE)
 #: Cosine similarity at which a new promoted memory replaces an earlier promoted one.
 NEAR_DUPLICATE = 0.90
 SUPERSEDE_REASON = "promotion: newer statement of the same fact"
+#: The job kind that embeds rows stored without a vector (the worker's backfill).
+EMBED_PENDING = "embed_pending"
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class PromotionConfig:
     budget_per_hour: int = 0
     episodes: bool = True
     """Write each user and assistant turn verbatim as ``episode`` memories (issue 24)."""
+    defer_episode_embedding: bool = True
+    """Write episodes without a vector and enqueue :data:`EMBED_PENDING` to embed them in
+    batches, instead of embedding every turn inside the promotion (issue 24, promotion cost)."""
 
 
 def promotion_scope(configured: str, principal: Principal) -> str:
@@ -205,10 +210,10 @@ class Promoter:
         scope = promotion_scope(self.config.scope, principal)
         ref = resolve_scope(principal, scope)
         episodes = episodes_of(turns) if self.config.episodes else []
+        inline = [] if self.config.defer_episode_embedding else [e.text for e in episodes]
         memory = self._prefetched(
-            [c.supersedes_hint or c.text for c in kept] + [c.text for c in kept]
-            + [e.text for e in episodes]
-        )  # fmt: skip
+            [c.supersedes_hint or c.text for c in kept] + [c.text for c in kept] + inline
+        )
         counts["superseded"] += self._finish_pending(principal, ref, key, lease)
         # A model's output waits for a reviewer as a candidate; it never activates itself
         # (LIFE-5). Deterministic extraction is written active, unverified (CONSOL-3).
@@ -275,6 +280,8 @@ class Promoter:
             if previous is not None or written.created:
                 lease.heartbeat({"written": counts["created"]})
         self._write_episodes(memory, principal, scope, ref, key, episodes, lease, counts)
+        if counts["episodes"] and self.config.defer_episode_embedding:
+            self._enqueue_embedding()
         return counts
 
     def _write_episodes(
@@ -307,6 +314,7 @@ class Promoter:
                     source=Source.PROMOTED.value,
                     session_id=key.session_id,
                     observed_at=episode.said_at,
+                    defer_embedding=self.config.defer_episode_embedding,
                     turn=TurnRef(
                         episode.turn_seq,
                         episode.role,
@@ -326,6 +334,16 @@ class Promoter:
                 counts["duplicates"] += 1
             if n % 25 == 24:
                 lease.heartbeat({"written": counts["created"], "episodes": counts["episodes"]})
+
+    def _enqueue_embedding(self) -> None:
+        """Ask for the deferred episodes' vectors: one durable ``embed_pending`` job, a system
+        job (the backfill embeds every tenant's rows) shared by every promotion while it waits
+        (its key is fixed; the queue keeps one queued or running job per key). A job already
+        running may finish before this promotion's rows are visible to it; the periodic
+        ``embed_pending`` slot then embeds them."""
+        self.store.enqueue_job(
+            NewJob(SYSTEM_TENANT, EMBED_PENDING, "embed:deferred", max_attempts=5), self._clock()
+        )
 
     def _prefetched(self, texts: list[str]) -> MemoryService:
         """The memory service with the run's texts embedded in one batch (one model call per

@@ -87,6 +87,20 @@ class JobQueue:
             raise LeaseLost(f"job {job.job_id} is no longer held by this worker")
         return status
 
+    def defer(self, lease: Lease, until: datetime, reason: str) -> JobStatus:
+        """Put the job back in the queue, due at ``until``: not a failure (no error, no
+        backoff); the result names ``reason``."""
+        if not self.store.finish_job(
+            lease.job.job_id,
+            lease.token,
+            JobStatus.QUEUED,
+            self._clock(),
+            result={"deferred": reason, "until": until.isoformat()},
+            run_after=max(until, self._clock()),
+        ):
+            raise LeaseLost(f"job {lease.job.job_id} is no longer held by this worker")
+        return JobStatus.QUEUED
+
     def cancel(self, job_id: str) -> Job:
         job = self.store.cancel_job(job_id, self._clock())
         if job is None:

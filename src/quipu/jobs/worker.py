@@ -20,6 +20,8 @@ from quipu.jobs.queue import JobQueue, Lease, LeaseLost
 log = logging.getLogger("quipu.jobs")
 
 Handler = Callable[[Lease], dict[str, Any]]
+#: The tenant of the jobs that serve every tenant (periodic sweeps, the embedding backfill).
+SYSTEM_TENANT = "__system__"
 
 
 class Retryable(QuipuError):
@@ -27,6 +29,19 @@ class Retryable(QuipuError):
 
     transient = True
     default_code = "job_retryable"
+
+
+class Deferred(QuipuError):
+    """A handler that cannot run its job yet (its scope's consolidation lease is held or
+    cooling down): the job goes back to the queue, due again at ``until``, with no error
+    recorded. The attempt it was claimed with still counts."""
+
+    transient = True
+    default_code = "job_deferred"
+
+    def __init__(self, message: str, *, until: datetime, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.until = until
 
 
 @dataclass(frozen=True)
@@ -37,7 +52,7 @@ class Periodic:
 
     kind: str
     every: timedelta
-    tenant_id: str = "__system__"
+    tenant_id: str = SYSTEM_TENANT
 
 
 class Worker:
@@ -87,6 +102,8 @@ class Worker:
         except LeaseLost:
             log.warning("lost the lease of job %s; another worker owns it", lease.job.job_id)
             return None
+        except Deferred as exc:
+            return self.queue.defer(lease, exc.until, exc.code)
         except Retryable as exc:
             return self.queue.fail(lease, f"{exc.code}: {exc.message}")
         except QuipuError as exc:

@@ -21,6 +21,7 @@ from quipu.core.memory_index import MemoryIndex
 from quipu.core.placement import Policy
 from quipu.core.portable import PortableDocument
 from quipu.core.records import MemoryVersion, ScopeRef
+from quipu.core.scope_lease import ScopeLease
 from quipu.core.sessions import (
     SessionInfo,
 )
@@ -276,6 +277,17 @@ class PlaneStore(Protocol):
     def index_redact(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
         """Replace the text of these memories in every kept index version of the tenant with
         ``(erased)`` (LIFE-4); how many versions changed."""
+
+    def consolidation_lease(
+        self, ref: ScopeRef, holder: str, now: datetime, until: datetime, cooldown: timedelta
+    ) -> ScopeLease:
+        """Take the scope's consolidation lease until ``until`` (issue 24, CONSOL-4): refused
+        while another holder's lease runs, or within ``cooldown`` of the last release
+        (:func:`quipu.core.scope_lease.decide`); one serialised step across processes."""
+
+    def consolidation_release(self, ref: ScopeRef, token: int, now: datetime) -> bool:
+        """Release the lease granted with ``token`` and start the cooldown; False when the
+        lease was taken over meanwhile (it expired)."""
 
     # -- entity graph (GRAPH-1) ----------------------------------------------------------------
     def graph_write(

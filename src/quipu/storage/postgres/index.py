@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -25,6 +25,7 @@ from quipu.core.memory_index import (
     redacted_body,
 )
 from quipu.core.records import Scope, ScopeRef
+from quipu.core.scope_lease import LeaseRow, ScopeLease, decide
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.timecodec import from_micros
 
@@ -160,6 +161,40 @@ class IndexTables:
                 (tenant_id, ids),
             ).fetchall()
         return {r[0]: from_micros(int(r[1])) for r in rows}  # usage_events.at is micros
+
+    # -- the per-scope consolidation lease (issue 24, CONSOL-4) --------------------------------
+    def consolidation_lease(
+        self, ref: ScopeRef, holder: str, now: datetime, until: datetime, cooldown: timedelta
+    ) -> ScopeLease:
+        with self._tx() as conn:  # the row lock serialises requests across processes
+            conn.execute(
+                "INSERT INTO consolidation_leases (tenant_id, scope, owner, token)"
+                " VALUES (%s, %s, %s, 0) ON CONFLICT (tenant_id, scope, owner) DO NOTHING",
+                _part(ref),
+            )
+            row = conn.execute(
+                "SELECT holder, token, expires_at, finished_at FROM consolidation_leases"
+                f" WHERE {_PARTITION} FOR UPDATE",
+                _part(ref),
+            ).fetchone()
+            found = None if row is None else LeaseRow(row[0], int(row[1]), row[2], row[3])
+            lease = decide(found, now, cooldown)
+            if lease.granted:
+                conn.execute(
+                    "UPDATE consolidation_leases SET holder = %s, token = %s, expires_at = %s"
+                    f" WHERE {_PARTITION}",
+                    (holder, lease.token, until, *_part(ref)),
+                )
+        return lease
+
+    def consolidation_release(self, ref: ScopeRef, token: int, now: datetime) -> bool:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE consolidation_leases SET holder = NULL, expires_at = NULL,"
+                f" finished_at = %s WHERE {_PARTITION} AND token = %s AND holder IS NOT NULL",
+                (now, *_part(ref), token),
+            )
+            return cur.rowcount == 1
 
 
 def _part(ref: ScopeRef) -> tuple[str, str, str]:

@@ -56,6 +56,7 @@ DISTRIBUTED = (
     "graph_mentions",
     "graph_ontology",
     "graph_placements",
+    "consolidation_leases",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

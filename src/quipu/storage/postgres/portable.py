@@ -57,8 +57,8 @@ class PortableTables:
                 f"SELECT key_id, role, agent_id, user_id FROM sessions WHERE {_BY_KEY}", ident
             ).fetchone()
             turns = conn.execute(
-                "SELECT seq, role, content, metadata, created_at, expires_at FROM session_turns"
-                f" WHERE {_BY_KEY} ORDER BY seq",
+                "SELECT seq, role, content, metadata, created_at, expires_at, observed_at"
+                f" FROM session_turns WHERE {_BY_KEY} ORDER BY seq",
                 ident,
             ).fetchall()
             mark = conn.execute(
@@ -76,7 +76,16 @@ class PortableTables:
             key,
             writer,
             tuple(
-                SessionTurn(key.session_id, r[0], r[1], r[2], r[3], utc(r[4]), utc(r[5]))
+                SessionTurn(
+                    key.session_id,
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    utc(r[4]),
+                    utc(r[5]),
+                    None if r[6] is None else utc(r[6]),  # when it was said (issue 24)
+                )
                 for r in turns
             ),
             watermark,
@@ -281,9 +290,18 @@ def _import_session(conn: psycopg.Connection[Any], session: PortableSession) -> 
         meta = json.dumps(turn.metadata, sort_keys=True)
         inserted = conn.execute(
             "INSERT INTO session_turns (tenant_id, owner, session_id, seq, role, content,"
-            " metadata, created_at, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT DO NOTHING",
-            (*ident, turn.seq, turn.role, turn.content, meta, turn.created_at, turn.expires_at),
+            " metadata, created_at, expires_at, observed_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            (
+                *ident,
+                turn.seq,
+                turn.role,
+                turn.content,
+                meta,
+                turn.created_at,
+                turn.expires_at,
+                turn.observed_at,
+            ),
         ).rowcount
         if inserted:
             turns += 1

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from quipu.core.memory_index import (
     MemoryIndex,
@@ -21,6 +21,7 @@ from quipu.core.memory_index import (
     redacted_body,
 )
 from quipu.core.records import Scope, ScopeRef
+from quipu.core.scope_lease import LeaseRow, ScopeLease, decide
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros, to_micros_opt
 
@@ -170,6 +171,41 @@ class IndexTables:
             ):
                 out[r[0]] = from_micros(r[1])
         return out
+
+    # -- the per-scope consolidation lease (issue 24, CONSOL-4) --------------------------------
+    def consolidation_lease(
+        self, ref: ScopeRef, holder: str, now: datetime, until: datetime, cooldown: timedelta
+    ) -> ScopeLease:
+        with self._tx() as c:  # BEGIN IMMEDIATE: one writer decides at a time
+            row = c.execute(
+                "SELECT holder, token, expires_at, finished_at FROM consolidation_leases"
+                f" WHERE {_PARTITION}",
+                _part(ref),
+            ).fetchone()
+            found = None
+            if row is not None:
+                found = LeaseRow(
+                    row[0], int(row[1]), from_micros_opt(row[2]), from_micros_opt(row[3])
+                )
+            lease = decide(found, now, cooldown)
+            if lease.granted:
+                c.execute(
+                    "INSERT INTO consolidation_leases (tenant_id, scope, owner, holder, token,"
+                    " expires_at) VALUES (?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (tenant_id, scope, owner) DO UPDATE SET holder = excluded.holder,"
+                    " token = excluded.token, expires_at = excluded.expires_at",
+                    (*_part(ref), holder, lease.token, to_micros(until)),
+                )
+        return lease
+
+    def consolidation_release(self, ref: ScopeRef, token: int, now: datetime) -> bool:
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE consolidation_leases SET holder = NULL, expires_at = NULL,"
+                f" finished_at = ? WHERE {_PARTITION} AND token = ? AND holder IS NOT NULL",
+                (to_micros(now), *_part(ref), token),
+            )
+            return cur.rowcount == 1
 
 
 def _like(memory_id: str) -> str:

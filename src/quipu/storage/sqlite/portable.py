@@ -70,9 +70,11 @@ class PortableTables:
                 json.loads(r[3]),
                 from_micros(r[4]),
                 from_micros(r[5]),
+                None if r[6] is None else from_micros(r[6]),  # when it was said (issue 24)
             )
             for r in conn.execute(
-                "SELECT seq, role, content, metadata, created_at, expires_at FROM session_turns"
+                "SELECT seq, role, content, metadata, created_at, expires_at, observed_at"
+                " FROM session_turns"
                 f" WHERE {_BY_KEY} ORDER BY seq",
                 ident,
             )
@@ -288,7 +290,8 @@ def _import_session(c: sqlite3.Connection, session: PortableSession) -> int:
         meta = json.dumps(turn.metadata, sort_keys=True)
         inserted = c.execute(
             "INSERT OR IGNORE INTO session_turns (tenant_id, owner, session_id, seq, role,"
-            " content, metadata, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content, metadata, created_at, expires_at, observed_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 *ident,
                 turn.seq,
@@ -297,6 +300,7 @@ def _import_session(c: sqlite3.Connection, session: PortableSession) -> int:
                 meta,
                 to_micros(turn.created_at),
                 to_micros(turn.expires_at),
+                None if turn.observed_at is None else to_micros(turn.observed_at),
             ),
         ).rowcount
         if inserted:

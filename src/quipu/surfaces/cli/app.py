@@ -34,6 +34,7 @@ from quipu.surfaces.cli import documents as documents_cli
 from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli import graph as graph_cli
 from quipu.surfaces.cli import kv as kv_cli
+from quipu.surfaces.cli import sessions as sessions_cli
 from quipu.surfaces.cli.options import Config, Db, env_key, fail, rows_table, settings_or_exit
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ app.add_typer(kv_cli.kv, name="kv")
 app.add_typer(documents_cli.documents, name="documents")
 app.add_typer(articles_cli.articles, name="articles")
 app.add_typer(graph_cli.graph, name="graph")
+app.add_typer(sessions_cli.sessions, name="sessions")
 app.command("search")(documents_cli.search_all)
 app.command()(jobs.worker)
 app.command("export")(portable.export_)
