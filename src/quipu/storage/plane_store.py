@@ -317,3 +317,27 @@ class PlaneStore(Protocol):
     ) -> None:
         """Declare an entity type (``kind`` "type") or a single-valued predicate
         (``kind`` "predicate") for the tenant; declaring again changes nothing."""
+
+    # -- entity graph, operator reads (GRAPH-1, OPS-4: the console) ----------------------------
+    def graph_entity_list(
+        self,
+        ref: ScopeRef,
+        *,
+        types: Sequence[str],
+        prefix: str | None,
+        before: tuple[datetime, str] | None,
+        limit: int,
+        count_cap: int,
+    ) -> list[tuple[Entity, int]]:
+        """Up to ``limit`` entities of the scope that an active memory names, the most recently
+        seen first (then by id), each with its current facts (open, from an active memory,
+        as subject or object; counted up to ``count_cap`` each way); only ``types`` when
+        given, only folded names starting with the folded ``prefix``, only after ``before``
+        (the last row's (last_seen, entity_id) of the previous page)."""
+
+    def graph_memory_rows(
+        self, ref: ScopeRef, memory_id: str, limit: int
+    ) -> tuple[list[Entity], list[Fact]]:
+        """What one memory (of the scope ``ref``) put in the graph: the entities it names and
+        the facts read from it, open and closed, in whatever status the memory now is (at
+        most ``limit`` of each)."""
