@@ -62,7 +62,7 @@ class GraphReads:
             where.append("starts_with(e.folded, %s)")
             args.append(prefix)
         if before is not None:
-            where.append("(e.last_seen < %s OR (e.last_seen = %s AND e.entity_id > %s))")
+            where.append("(e.last_seen < %s OR (e.last_seen = %s AND e.entity_id < %s))")
             args.extend((before[0], before[0], before[1]))
         cap = max(1, int(count_cap))
         counted = (
@@ -74,7 +74,7 @@ class GraphReads:
             rows = conn.execute(
                 f"SELECT {columns}, {counted} AS facts FROM graph_entities e"
                 f" WHERE {' AND '.join(where)} AND {_NAMED}"
-                " ORDER BY e.last_seen DESC, e.entity_id LIMIT %s",
+                " ORDER BY e.last_seen DESC, e.entity_id DESC LIMIT %s",
                 (*args, limit),
             ).fetchall()
         return decode_rows(lambda r: (_entity(r), int(r[9])), rows, lambda r: r[0])

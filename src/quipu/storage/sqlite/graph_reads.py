@@ -64,7 +64,7 @@ class GraphReads:
             args.extend((prefix, prefix + _TOP))
         if before is not None:
             seen = to_micros(before[0])
-            where.append("(e.last_seen < ? OR (e.last_seen = ? AND e.entity_id > ?))")
+            where.append("(e.last_seen < ? OR (e.last_seen = ? AND e.entity_id < ?))")
             args.extend((seen, seen, before[1]))
         cap = max(1, int(count_cap))
         counted = (
@@ -77,7 +77,7 @@ class GraphReads:
             .execute(
                 f"SELECT {columns}, {counted} AS facts FROM graph_entities e"
                 f" WHERE {' AND '.join(where)} AND {_NAMED}"
-                " ORDER BY e.last_seen DESC, e.entity_id LIMIT ?",
+                " ORDER BY e.last_seen DESC, e.entity_id DESC LIMIT ?",
                 (*args, limit),
             )
             .fetchall()
