@@ -34,6 +34,9 @@ ENTITY_PAGE = 50
 COUNT_CAP = 1000
 #: A memory's page shows at most this many of its entities and of its facts.
 MEMORY_ROWS = 200
+#: An entity's page shows at most this many facts, newest recorded first (of the
+#: :data:`~quipu.graph.service.HOP_FACTS` read; ``total`` says how many there were).
+FACTS_SHOWN = 200
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,8 @@ class GraphInspection(GraphService):
         shown = [f for f in every if include_invalidated or f.in_force(at)]
         known = {entity.entity_id: entity}
         views = self._views(ref, shown, known, group=not include_invalidated)
+        total = len(views)
+        views = views[:FACTS_SHOWN]
         closers = self._closers(ref, views, every, known)
         self.guard.audit(
             principal,
@@ -161,7 +166,7 @@ class GraphInspection(GraphService):
                 "include_invalidated": include_invalidated,
             },
         )
-        return EntityView(ref, entity, views, closers, at, include_invalidated, len(views))
+        return EntityView(ref, entity, views, closers, at, include_invalidated, total)
 
     def memory_graph(self, principal: Principal, memory_id: object) -> MemoryGraph:
         """The entities one memory of the tenant names and the facts read from it (open and
