@@ -148,7 +148,10 @@ class GraphInspection(GraphService):
         if not found or not self.store.graph_mentions(ref, [ident], 1):
             raise NotFound(f"no entity {ident}", details={"entity_id": ident})
         entity = found[0]
-        every = self.store.graph_facts(ref, [ident], HOP_FACTS)
+        if at is None and not include_invalidated:  # now: the open facts only
+            every = self.store.graph_open_facts(ref, ident, HOP_FACTS)
+        else:
+            every = self.store.graph_facts(ref, [ident], HOP_FACTS)
         shown = [f for f in every if include_invalidated or f.in_force(at)]
         known = {entity.entity_id: entity}
         views = self._views(ref, shown, known, group=not include_invalidated)

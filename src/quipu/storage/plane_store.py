@@ -341,3 +341,8 @@ class PlaneStore(Protocol):
         """What one memory (of the scope ``ref``) put in the graph: the entities it names and
         the facts read from it, open and closed, in whatever status the memory now is (at
         most ``limit`` of each)."""
+
+    def graph_open_facts(self, ref: ScopeRef, entity_id: str, limit: int) -> list[Fact]:
+        """Up to ``limit`` open facts (no ``invalid_at``) with ``entity_id`` as subject or
+        object whose source memory is active, newest recorded first: an entity's current
+        facts without reading the closed ones."""

@@ -100,3 +100,14 @@ class GraphReads:
             decode_rows(_entity, named, lambda r: r[0]),
             decode_rows(_fact, facts, lambda r: r[0]),
         )
+
+    def graph_open_facts(self, ref: ScopeRef, entity_id: str, limit: int) -> list[Fact]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_FACT} FROM graph_facts f WHERE f.tenant_id = %s AND f.scope = %s"
+                " AND f.owner = %s AND (f.subject_id = %s OR f.object_id = %s)"
+                f" AND f.invalid_at IS NULL AND {_ACTIVE_F}"
+                " ORDER BY f.recorded_at DESC, f.fact_id LIMIT %s",
+                (ref.tenant_id, ref.scope.value, ref.owner, entity_id, entity_id, limit),
+            ).fetchall()
+        return decode_rows(_fact, rows, lambda r: r[0])

@@ -106,3 +106,17 @@ class GraphReads:
             decode_rows(_entity, named, lambda r: r["entity_id"]),
             decode_rows(_fact, facts, lambda r: r["fact_id"]),
         )
+
+    def graph_open_facts(self, ref: ScopeRef, entity_id: str, limit: int) -> list[Fact]:
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT {_FACT} FROM graph_facts f WHERE f.tenant_id = ? AND f.scope = ?"
+                f" AND f.owner = ? AND (f.subject_id = ? OR f.object_id = ?)"
+                f" AND f.invalid_at IS NULL AND {_ACTIVE_F}"
+                " ORDER BY f.recorded_at DESC, f.fact_id LIMIT ?",
+                (ref.tenant_id, ref.scope.value, ref.owner, entity_id, entity_id, limit),
+            )
+            .fetchall()
+        )
+        return decode_rows(_fact, rows, lambda r: r["fact_id"])
