@@ -8,11 +8,14 @@ PostgreSQL at ``--database``) with tenant ``acme``, a superadmin key and ``--row
 agent ``support-bot`` (imported with vectors of the bundled model's shape), starts a real
 `quipu serve --auth` on it, signs in to the console over HTTP like a browser (CSRF cookie, form
 post, session cookie) and times ``--requests`` sequential loads of each page: the subjects list,
-the subject's first page, a memory's page, the review queue, the audit log, jobs, health, and
-a search (a POST); then, as a tenant admin, the subjects list, the sessions list (50 sessions of
-20 turns, plus one of 200 turns), that 200-turn session's page, the knowledge list (50
-articles) and an article's page. Times are whole requests measured by the client: server
-render plus loopback HTTP. Nothing is asserted; the numbers are for docs/console.md.
+the subject's first page, a memory's page (with its entities and facts), the review queue, the
+audit log, jobs, health, the subject's entities (first page; a name-prefix filter, a POST), the
+page of its busiest entity (now, and with invalidated facts), and a search (a POST); then, as
+a tenant admin, the subjects list, the sessions list (50 sessions of 20 turns, plus one of 200
+turns), that 200-turn session's page, the knowledge list (50 articles) and an article's page.
+The subject's entity graph is every memory read by the extractor plus 2,000 people. Times are
+whole requests measured by the client: server render plus loopback HTTP. Nothing is asserted;
+the numbers are for docs/console.md.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +39,18 @@ sys.path.insert(0, str(ROOT))
 from tests.support.console_server import ConsoleServer, open_store  # noqa: E402
 
 from quipu.auth.access import Access  # noqa: E402
-from quipu.core.records import Principal, Role  # noqa: E402
+from quipu.core.graph import Extraction, FactDraft, Mention, Ontology, Source  # noqa: E402
+from quipu.core.records import Principal, Role, Scope, ScopeRef  # noqa: E402
 from quipu.embeddings.local import LocalEmbedder  # noqa: E402
 from quipu.evals.perf import machine, percentiles, synthetic_rows  # noqa: E402
+from quipu.graph.service import GraphService  # noqa: E402
 from quipu.knowledge import KnowledgeService  # noqa: E402
 from quipu.memories import MemoryService  # noqa: E402
 from quipu.sessions import SessionService  # noqa: E402
 
 OWNER = "support-bot"
+#: People added to the subject's graph beyond what its memories name.
+GRAPH_PEOPLE = 2000
 
 
 def seed(db: str, rows: int) -> dict[str, str]:
@@ -63,15 +71,16 @@ def seed(db: str, rows: int) -> dict[str, str]:
                 self.service = service
                 self.principal = loader
 
-        made = synthetic_rows(Shell(), rows, [OWNER], tenant_id="acme")  # type: ignore[arg-type]
+        made_rows = list(synthetic_rows(Shell(), rows, [OWNER], tenant_id="acme"))  # type: ignore[arg-type]
         batch: list[Any] = []
-        for row in made:
+        for row in made_rows:
             batch.append(row)
             if len(batch) == 2000:
                 service.import_(loader, iter(batch))
                 batch = []
         if batch:
             service.import_(loader, iter(batch))
+        seed_graph(store, service, [memory for memory, _ in made_rows])
         talker = Principal("acme", "bench-agent", Role.AGENT, agent_id=OWNER, user_id="u-17")
         sessions = SessionService(store)
         for n in range(50):
@@ -88,6 +97,29 @@ def seed(db: str, rows: int) -> dict[str, str]:
         return {"superadmin": superadmin, "admin": admin}
     finally:
         store.close()
+
+
+def seed_graph(store: Any, service: MemoryService, memories: list[Any]) -> None:
+    """The subject's entity graph: every memory read by the extractor, as a write would, plus
+    :data:`GRAPH_PEOPLE` people, each named by one memory with a workplace (a fact), so the
+    entities list has pages to turn."""
+    graph = GraphService(service)
+    for memory in memories:
+        graph.observe(memory)
+    ref = ScopeRef("acme", Scope.AGENT, OWNER)
+    for n in range(min(GRAPH_PEOPLE, len(memories))):
+        memory = memories[n]
+        source = Source(memory.id, 1, memory.valid_at, None, "bench", None)
+        store.graph_write(
+            ref,
+            Extraction(
+                (Mention(f"Person{n:05d} Bench", "person"), Mention(f"Firm{n % 40} Ltd", "other")),
+                (FactDraft(0, "works_at", 1),),
+            ),
+            source,
+            datetime.now(UTC),
+            Ontology(),
+        )
 
 
 def signed_in(url: str, secret: str, tenant: str | None = None) -> tuple[httpx.Client, str]:
@@ -153,7 +185,34 @@ def main() -> None:
             "jobs": lambda c: c.get("/console/jobs"),
             "health": lambda c: c.get("/console/health"),
         }
-        results = {name: timed(client, args.requests, call) for name, call in pages.items()}
+        entities = client.get("/console/entities", params={"scope": "agent", "owner": OWNER})
+        assert entities.status_code == 200, entities.text[:500]
+        # the busiest entity: the one with the most current facts on the first page
+        counts = re.findall(
+            r'/console/entities/([0-9a-f]{32})\?[^"]*">[^<]*</a></td>.*?<td class="num">(\d+)',
+            entities.text,
+            re.S,
+        )
+        assert counts, "the entities page lists nothing"
+        hub = max(counts, key=lambda pair: int(pair[1]))[0]
+        csrf = re.search(r'name="csrf" value="([^"]+)"', entities.text)
+        assert csrf is not None
+        where = {"scope": "agent", "owner": OWNER}
+        pages.update(
+            {
+                "entities_first_page": lambda c: c.get("/console/entities", params=where),
+                "entities_prefix_post": lambda c: c.post(
+                    "/console/entities",
+                    data={"csrf": csrf.group(1), **where, "prefix": "person0", "type": "person"},
+                ),
+                "entity_busiest": lambda c: c.get(f"/console/entities/{hub}", params=where),
+                "entity_busiest_with_invalidated": lambda c: c.get(
+                    f"/console/entities/{hub}", params={**where, "invalidated": "1"}
+                ),
+            }
+        )
+        order = list(pages)
+        results = {name: timed(client, args.requests, pages[name]) for name in order}
         client.close()
         # Search as the admin key bound to the subject's agent: recall over its 10,000 rows.
         searcher, csrf = signed_in(server.url, keys["admin"])

@@ -5,6 +5,7 @@ writes what the operator then inspects. Screenshots land in docs/console/ (docs/
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -537,3 +538,168 @@ def test_ops_4_hostile_text_in_sessions_and_knowledge_renders_inert(
     assert page.inner_text("#article-body") == XSS
     assert page.locator("main script").count() == 0 and page.locator("main img").count() == 0
     assert page.title() != "pwned" and dialogs == []
+
+
+# -- the entity graph (issue 29's last screens, on GRAPH-1) -------------------------------------
+SCRIPT_NAME = "<script>alert(1)</script>"
+
+
+def graph_facts(server: ConsoleServer, who: str, subject: str, scope: str) -> dict[str, Any]:
+    with server.api(who) as client:
+        found = client.get("/v1/graph/facts", params={"subject": subject, "scope": scope})
+    assert found.status_code == 200, found.text
+    answer: dict[str, Any] = found.json()
+    return answer
+
+
+def test_ops_4_entities_entity_facts_source_memory_invalidated_and_as_of(
+    server: ConsoleServer, page: Any
+) -> None:
+    """An operator browses u-17's entities, filters them, opens one, follows a fact to the
+    memory it came from (whose page lists what the graph read from it), shows the fact a move
+    closed and what closed it, and reads the entity as of an instant between the two writes."""
+    lyon = server.remember("agent", "Anna Kowalski lives in Lyon.", scope="user")
+    time.sleep(0.5)
+    between = datetime.now(UTC)  # the graph of the first is written before its answer
+    time.sleep(0.5)
+    marseille = server.remember("agent", "Anna Kowalski moved to Marseille.", scope="user")
+    anna = graph_facts(server, "agent", "Anna Kowalski", "user")["entities"][0]
+    sign_in(server, page, "admin")
+    row = page.locator("#subjects tr", has_text="u-17").filter(has_text="user").first
+    with page.expect_navigation():
+        row.locator("a.entities-link").click()
+    assert "/console/entities?scope=user&owner=u-17" in page.url
+    entity_row = page.locator("#entities tr", has_text="Anna Kowalski")
+    assert entity_row.locator("td").nth(1).inner_text() == "person"
+    assert entity_row.locator("td.num").inner_text() == "1"  # lives_in Marseille, now
+    assert page.locator("#entities tr", has_text="Marseille").count() == 1
+    shot(server, page, "entities")
+    page.select_option("#entity-type", "person")
+    page.fill("#entity-prefix", "anna k")
+    with page.expect_navigation():
+        page.click("#filter-entities")
+    assert "anna" not in page.url.lower()  # a name filter is posted, never in the URL
+    assert page.locator("#entities a.entity-link").all_inner_texts() == ["Anna Kowalski"]
+    with page.expect_navigation():
+        page.click("#entities a.entity-link")
+    assert page.url.split("?")[0].endswith(f"/console/entities/{anna['entity_id']}")
+    assert "Anna" not in page.url
+    assert page.inner_text("#entity-name") == "Anna Kowalski"
+    facts = page.locator("#facts tr.fact")
+    assert facts.count() == 1 and "Marseille" in facts.first.inner_text()
+    assert "current" in facts.first.locator(".fact-state").inner_text()
+    shot(server, page, "entity")
+    with page.expect_navigation():
+        facts.first.locator("a.source-memory").click()
+    assert page.url.endswith(f"/console/memories/{marseille['id']}")
+    assert "Anna Kowalski" in page.inner_text("#memory-entities")
+    assert "lives_in" in page.inner_text("#memory-facts")
+    page.locator("#h-graph").scroll_into_view_if_needed()
+    shot(server, page, "memory-graph")
+    page.go_back()
+    page.check("#include-invalidated")
+    with page.expect_navigation():
+        page.click("#show-facts")
+    closed = page.locator("#facts tr.fact-closed")
+    assert closed.count() == 1 and "Lyon" in closed.inner_text()
+    assert "closed" in closed.locator(".fact-state").inner_text()
+    assert "Marseille" in closed.locator(".closed-by").inner_text()
+    assert (
+        closed.locator("a.source-memory")
+        .get_attribute("href", timeout=2000)
+        .endswith(f"/memories/{lyon['id']}")
+    )
+    assert (
+        closed.locator("a.closer-memory")
+        .get_attribute("href", timeout=2000)
+        .endswith(f"/memories/{marseille['id']}")
+    )
+    shot(server, page, "entity-invalidated")
+    page.uncheck("#include-invalidated")
+    page.fill("#entity-as-of", between.strftime("%Y-%m-%dT%H:%M:%S.%f")[:23])
+    with page.expect_navigation():
+        page.click("#show-facts")
+    shown = page.locator("#facts tr.fact")
+    assert shown.count() == 1, page.inner_text("main")
+    assert shown.locator("td").nth(2).inner_text() == "Lyon"
+    assert "in force then" in shown.locator(".fact-state").inner_text()
+    shot(server, page, "entity-as-of")
+    page.goto(f"{server.url}/console/audit?action=graph.inspect")
+    assert anna["entity_id"] in page.inner_text("#audit")
+
+
+def test_ops_4_entity_named_script_renders_inert(server: ConsoleServer, page: Any) -> None:
+    """An entity whose name is markup (as a model extractor could produce) shows as text on
+    the entities list, its page and its memory's page; no script runs."""
+    from quipu.core.graph import Extraction, FactDraft, Mention, Ontology, Source
+    from quipu.core.records import Scope, ScopeRef
+
+    made = server.remember("agent", "The vendor's name was odd", scope="user")
+    store = open_store(server.db)
+    try:
+        store.graph_write(
+            ScopeRef("acme", Scope.USER, "u-17"),
+            Extraction(
+                (Mention(SCRIPT_NAME, "person"), Mention(XSS[:60], "organisation")),
+                (FactDraft(0, "works_at", 1),),
+            ),
+            Source(made["id"], 1, datetime.now(UTC), None, "http", None),
+            datetime.now(UTC),
+            Ontology(),
+        )
+    finally:
+        store.close()
+    sign_in(server, page, "admin")
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{server.url}/console/entities?scope=user&owner=u-17")
+    link = page.locator("#entities a.entity-link", has_text=SCRIPT_NAME)
+    assert link.inner_text() == SCRIPT_NAME
+    assert page.locator("main script").count() == 0 and page.locator("main img").count() == 0
+    with page.expect_navigation():
+        link.click()
+    assert page.inner_text("#entity-name") == SCRIPT_NAME
+    assert XSS[:60] in page.inner_text("#facts")
+    assert page.locator("main script").count() == 0 and page.locator("main img").count() == 0
+    shot(server, page, "entity-xss-inert")
+    page.goto(f"{server.url}/console/memories/{made['id']}")
+    assert SCRIPT_NAME in page.inner_text("#memory-entities")
+    assert page.locator("main script").count() == 0 and page.locator("main img").count() == 0
+    assert page.title() != "pwned" and dialogs == []
+
+
+def test_ops_4_other_tenants_entity_is_not_found(server: ConsoleServer, page: Any) -> None:
+    server.remember("other_agent", "Zed Quantum works at Borealis Labs.", scope="agent")
+    theirs = graph_facts(server, "other_agent", "Zed Quantum", "agent")["entities"][0]
+    sign_in(server, page, "admin")
+    for where in (
+        "scope=agent&owner=other-bot",
+        "scope=user&owner=u-17",
+        "scope=tenant&owner=acme",
+    ):
+        answer = page.goto(f"{server.url}/console/entities/{theirs['entity_id']}?{where}")
+        assert answer is not None and answer.status == 404
+        assert "Zed Quantum" not in page.content()
+    page.goto(f"{server.url}/console/entities?scope=agent&owner=other-bot")
+    assert "Zed Quantum" not in page.content()  # acme's own (empty) agent partition
+    missing = page.goto(f"{server.url}/console/entities/{uuid.uuid4().hex}?scope=user&owner=u-17")
+    assert missing is not None and missing.status == 404
+
+
+def test_ops_4_agent_key_never_reads_the_graph_screens(server: ConsoleServer, page: Any) -> None:
+    server.remember("agent", "Bruno Diaz works at Wayne Foods.", scope="user")
+    bruno = graph_facts(server, "agent", "Bruno Diaz", "user")["entities"][0]
+    sign_in(server, page, "agent")
+    assert "console_forbidden" in page.inner_text("#sign-in-error")
+    for path in (
+        "/console/entities?scope=user&owner=u-17",
+        f"/console/entities/{bruno['entity_id']}?scope=user&owner=u-17",
+    ):
+        page.goto(f"{server.url}{path}")
+        assert page.url.endswith("/console/sign-in")
+        assert "Bruno" not in page.content()
+    # a form posted without a session: the sign-in answer, nothing listed
+    answer = page.request.post(
+        f"{server.url}/console/entities", form={"scope": "user", "owner": "u-17", "prefix": "br"}
+    )
+    assert answer.status == 401 and "Bruno" not in answer.text()

@@ -244,3 +244,45 @@ def test_ops_4_erase_subject_form_refuses_hostile_input_and_queues_nothing(site:
     )
     assert done.status_code == 303 and done.headers["location"].endswith("/jobs")
     assert [j.kind for j in site.runtime.queue.store.list_jobs("t", None, 10)] == ["erase_subject"]
+
+
+def test_ops_4_graph_screens_answer_hostile_input_with_4xx(site: Site) -> None:
+    """The entities list and an entity's page (issue 29's graph screens): bad scopes, owners,
+    ids, cursors, dates, types and name prefixes answer a 4xx page with a stable code, never a
+    500; the name filter is a form with the CSRF check."""
+    csrf = site.sign_in("admin")
+    c = site.client
+    gets = [
+        ("/console/entities?scope=nope&owner=a", 422, "invalid_scope"),
+        ("/console/entities?scope=user&owner=a%1Fb%1Fc", 422, "invalid_id"),
+        ("/console/entities?scope=user&owner=%00", 422, "invalid_id"),
+        ("/console/entities?scope=agent_user&owner=solo", 422, "invalid_id"),
+        ("/console/entities?scope=user&owner=u&cursor=!!", 422, "invalid_cursor"),
+        ("/console/entities?scope=user&owner=u&cursor=" + "A" * 400, 422, "invalid_cursor"),
+        ("/console/entities?scope=user&owner=u&type=Bad%20Type", 422, "invalid_name"),
+        ("/console/entities/..%2F..?scope=user&owner=u", 404, None),
+        ("/console/entities/a%1Fb?scope=user&owner=u", 422, "invalid_id"),
+        ("/console/entities/" + "0" * 32 + "?scope=user&owner=u", 404, "not_found"),
+        ("/console/entities/" + "0" * 32 + "?scope=user&owner=u&as_of=yesterday", 422, None),
+        ("/console/entities/" + "0" * 32 + "?scope=global&owner=g", 403, None),
+    ]
+    for path, status, code in gets:
+        answer = c.get(path)
+        assert answer.status_code == status, (path, answer.status_code, answer.text[:300])
+        if code is not None:
+            assert code in answer.text, (path, answer.text[:300])
+    posts = [
+        (f"csrf={csrf}&scope=user&owner=u&prefix=a%00b", 422, "invalid_text"),
+        (f"csrf={csrf}&scope=user&owner=u&prefix=%ED%A0%80", 422, "invalid_form"),
+        (f"csrf={csrf}&scope=user&owner=u&prefix={'p' * 201}", 422, "invalid_prefix"),
+        (f"csrf={csrf}&scope=user&owner=u&cursor=%FF", 422, "invalid_form"),
+        ("scope=user&owner=u&prefix=a", 403, "csrf_refused"),
+    ]
+    for body, status, code in posts:
+        answer = c.post("/console/entities", content=body, headers=FORM)
+        assert answer.status_code == status, (body, answer.status_code, answer.text[:300])
+        assert code in answer.text, (body, answer.text[:300])
+    ok = c.post(
+        "/console/entities", content=f"csrf={csrf}&scope=user&owner=u&prefix=%25", headers=FORM
+    )
+    assert ok.status_code == 200 and "No entities match" in ok.text

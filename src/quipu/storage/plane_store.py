@@ -343,3 +343,32 @@ class PlaneStore(Protocol):
     def placement_declare(self, tenant_id: str, policy: Policy, expected: int | None) -> Policy:
         """Append ``policy`` as the tenant's next version (409 ``version_conflict`` when
         ``expected`` is not the current version); the stored version."""
+
+    # -- entity graph, operator reads (GRAPH-1, OPS-4: the console) ----------------------------
+    def graph_entity_list(
+        self,
+        ref: ScopeRef,
+        *,
+        types: Sequence[str],
+        prefix: str | None,
+        before: tuple[datetime, str] | None,
+        limit: int,
+        count_cap: int,
+    ) -> list[tuple[Entity, int]]:
+        """Up to ``limit`` entities of the scope that an active memory names, the most recently
+        seen first (then by id), each with its current facts (open, from an active memory,
+        as subject or object; counted up to ``count_cap`` each way); only ``types`` when
+        given, only folded names starting with the folded ``prefix``, only after ``before``
+        (the last row's (last_seen, entity_id) of the previous page)."""
+
+    def graph_memory_rows(
+        self, ref: ScopeRef, memory_id: str, limit: int
+    ) -> tuple[list[Entity], list[Fact]]:
+        """What one memory (of the scope ``ref``) put in the graph: the entities it names and
+        the facts read from it, open and closed, in whatever status the memory now is (at
+        most ``limit`` of each)."""
+
+    def graph_open_facts(self, ref: ScopeRef, entity_id: str, limit: int) -> list[Fact]:
+        """Up to ``limit`` open facts (no ``invalid_at``) with ``entity_id`` as subject or
+        object whose source memory is active, newest recorded first: an entity's current
+        facts without reading the closed ones."""

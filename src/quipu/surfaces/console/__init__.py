@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from quipu.auth.access import Access
 from quipu.errors import QuipuError
 from quipu.runtime import Runtime
-from quipu.surfaces.console import actions, pages, planes
+from quipu.surfaces.console import actions, graph, pages, planes
 from quipu.surfaces.console.sessions import SessionSigner
 from quipu.surfaces.console.web import (
     COOKIE,
@@ -42,6 +42,7 @@ def create_console(
     app.include_router(pages.router)
     app.include_router(actions.router)
     app.include_router(planes.router)
+    app.include_router(graph.router)
 
     @app.exception_handler(SignInNeeded)
     async def signed_out(request: Request, _exc: SignInNeeded) -> Response:

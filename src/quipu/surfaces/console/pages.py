@@ -328,6 +328,7 @@ def memory(request: Request, memory_id: str, as_of: str | None = None) -> HTMLRe
     rows.reverse()
     holds = [h for h in console.runtime.governance.holds(who.principal) if h.target == current.id]
     usage = console.inspection.usage(who.principal, current.id)
+    graph = console.graph.memory_graph(who.principal, current.id)
     context = {
         "ref": ref,
         "current": current,
@@ -338,6 +339,7 @@ def memory(request: Request, memory_id: str, as_of: str | None = None) -> HTMLRe
         "quote": _quote(current),
         "holds": holds,
         "usage": usage,
+        "graph": graph,
         "queued": current.status in (Status.CANDIDATE, Status.QUARANTINED),
         "final": current.status in (Status.ERASED,),
     }

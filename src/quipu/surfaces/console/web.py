@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from quipu.auth.access import Access
 from quipu.core.records import Principal, Role
 from quipu.errors import Forbidden, InvalidInput, PayloadTooLarge, QuipuError
+from quipu.graph.inspection import GraphInspection
 from quipu.inspection import Inspection
 from quipu.knowledge import KnowledgeService
 from quipu.runtime import Runtime
@@ -65,6 +66,7 @@ class Console:
     inspection: Inspection
     templates: Environment
     knowledge: KnowledgeService
+    graph: GraphInspection
 
 
 def build_console_state(runtime: Runtime, access: Access, signer: SessionSigner) -> Console:
@@ -81,6 +83,7 @@ def build_console_state(runtime: Runtime, access: Access, signer: SessionSigner)
         Inspection(runtime.service),
         templates,
         KnowledgeService(runtime.service),
+        GraphInspection(runtime.service),
     )
 
 
