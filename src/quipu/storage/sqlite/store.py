@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from quipu.core.auth import Actor, version_audit
-from quipu.core.lifecycle import HIDDEN, LIVE
+from quipu.core.lifecycle import LIVE
 from quipu.core.query import Cursor, Filters, Page
 from quipu.core.records import (
     MemoryVersion,
@@ -50,6 +50,7 @@ from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.index import IndexTables
 from quipu.storage.sqlite.knowledge import KnowledgeTables
 from quipu.storage.sqlite.kv import KVTables
+from quipu.storage.sqlite.listing import list_where
 from quipu.storage.sqlite.migrate import migrate
 from quipu.storage.sqlite.placement import PlacementTables
 from quipu.storage.sqlite.portable import PortableTables
@@ -61,13 +62,12 @@ from quipu.storage.sqlite.rows import (
     to_record,
 )
 from quipu.storage.sqlite.scope_index import ScopeIndex
-from quipu.storage.sqlite.search import ScopeSearch, now_micros
+from quipu.storage.sqlite.search import ScopeSearch
 from quipu.storage.sqlite.sessions_view import SessionViews
 from quipu.storage.sqlite.work import WorkTables
-from quipu.storage.timecodec import FOREVER, from_micros_opt, to_micros, to_micros_opt
+from quipu.storage.timecodec import from_micros_opt, to_micros_opt
 
 _LIVE = tuple(s.value for s in LIVE)
-_HIDDEN = tuple(sorted(s.value for s in HIDDEN))
 _CHUNK = 500
 #: Generations of each scope kept in ``scope_log``; a process further behind reloads the scope.
 _LOG_KEPT = 1024
@@ -509,7 +509,7 @@ class SQLiteStore(
         return self._live_count(self._reader(), ref)
 
     def list_page(self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int) -> Page:
-        where, params = _list_where(ref, filters)
+        where, params = list_where(ref, filters)
         if cursor is not None:
             where.append("(recorded_at < ? OR (recorded_at = ? AND id < ?))")
             at = int(cursor.recorded_at)
@@ -593,55 +593,6 @@ class SQLiteStore(
             return 0
         base = Path(self.path)
         return sum(p.stat().st_size for p in base.parent.glob(base.name + "*") if p.is_file())
-
-
-def _list_where(ref: ScopeRef, f: Filters) -> tuple[list[str], list[object]]:
-    where = ["tenant_id = ?", "scope = ?", "owner = ?"]
-    params: list[object] = [ref.tenant_id, ref.scope.value, ref.owner]
-    if f.as_of is None:
-        now = now_micros()
-        statuses = [s.value for s in f.statuses]
-        where += [
-            "is_current = 1",
-            f"status IN ({','.join('?' * len(statuses))})",
-            "(status != 'active' OR (valid_at <= ? AND (invalid_at IS NULL OR invalid_at > ?)))",
-        ]
-        params += [*statuses, now, now]
-    else:
-        at = to_micros(f.as_of)
-        where += [
-            "valid_at <= ?",
-            f"COALESCE(valid_to, {FOREVER}) > ?",
-            f"status NOT IN ({','.join('?' * len(_HIDDEN))})",
-            "id NOT IN (SELECT id FROM memory_versions h WHERE h.tenant_id = ? AND h.scope = ?"
-            " AND h.owner = ? AND h.is_current = 1"
-            f" AND h.status IN ({','.join('?' * len(_HIDDEN))}))",
-        ]
-        params += [at, at, *_HIDDEN, ref.tenant_id, ref.scope.value, ref.owner, *_HIDDEN]
-    if f.project is None:
-        where.append("project IS NULL")
-    else:
-        where.append("(project IS NULL OR project = ?)")
-        params.append(f.project)
-    if f.kinds:
-        where.append(f"kind IN ({','.join('?' * len(f.kinds))})")
-        params += sorted(k.value for k in f.kinds)
-    if f.sources:
-        where.append(f"source IN ({','.join('?' * len(f.sources))})")
-        params += sorted(s.value for s in f.sources)
-    if f.min_confidence is not None:
-        where.append("confidence >= ?")
-        params.append(f.min_confidence)
-    if f.observed_after is not None:
-        where.append("observed_at >= ?")
-        params.append(to_micros(f.observed_after))
-    if f.observed_before is not None:
-        where.append("observed_at < ?")
-        params.append(to_micros(f.observed_before))
-    for tag in sorted(f.tags):
-        where.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
-        params.append(tag)
-    return where, params
 
 
 __all__ = ["SQLiteStore"]
