@@ -100,14 +100,16 @@ def library(db: str, owner: str, before: Path | None) -> dict[str, Any]:
         env=_env(before),
         timeout=900,
     )
-    if done.returncode:
+    fields = done.stdout.split()
+    if len(fields) != 4:
         raise RuntimeError(f"library start failed ({done.returncode}): {done.stderr[-3000:]}")
-    imported, first, mapped, rebuilds = done.stdout.split()
+    imported, first, mapped, rebuilds = fields
     return {
         "import_s": float(imported),
         "first_recall_s": float(first),
         "mapped": int(mapped),
         "rebuilds": int(rebuilds),
+        "exit_code": done.returncode,  # measured before exit; a crash at exit is kept visible
     }
 
 
@@ -189,8 +191,10 @@ def main() -> None:
     if args.first:
         _forget_files(args.db)
         out["after_first_library"] = library(args.db, args.owner, None)
+        print(json.dumps({"after_first_library": out["after_first_library"]}), flush=True)
         _forget_files(args.db)
         out["after_first_serve"] = serve(args.db, args.owner, None, args.recalls, log)
+        print(json.dumps({"after_first_serve": out["after_first_serve"]}), flush=True)
     library(args.db, args.owner, None)  # the files exist before the measured rounds
     for _ in range(args.rounds):
         row: dict[str, Any] = {"load_average": os.getloadavg()}

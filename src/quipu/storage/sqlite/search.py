@@ -53,8 +53,14 @@ class ScopeSearch:
     catch_ups: int
     mapped: int
 
+    _id: str | None
+
     def _store_id(self) -> str:
-        raise NotImplementedError
+        """This store's random id (migration 0052), which its index files carry."""
+        if self._id is None:
+            row = self._reader().execute("SELECT value FROM store_meta WHERE key = 'store_id'")
+            self._id = str(row.fetchone()[0])
+        return self._id
 
     def _reader(self) -> sqlite3.Connection:
         raise NotImplementedError

@@ -572,17 +572,6 @@ class SQLiteStore(
             self._indexes.pop(ref, None)
             self._forget_file(ref)
 
-    def _store_id(self) -> str:
-        """This store's random id (migration 0052), which its index files carry."""
-        if self._id is None:
-            row = (
-                self._reader()
-                .execute("SELECT value FROM store_meta WHERE key = 'store_id'")
-                .fetchone()
-            )
-            self._id = str(row[0])
-        return self._id
-
     def maintain(self) -> dict[str, list[str]]:
         """Nothing to build: the scope index is exact and lives in memory."""
         return {}
