@@ -19,7 +19,7 @@ from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import planes as plane_rules
 from quipu.core import validate
 from quipu.core.auth import Actor
-from quipu.core.graph import GraphSink
+from quipu.core.graph import GraphDraft, GraphSink, MirrorMode
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -231,11 +231,12 @@ class MemoryService:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         key = embedding_key(body) if vector is not None else None
         by = Actor.of(principal)
-        written = self.store.insert(ref, memory, vector, key, lim.quota_per_owner, by=by)
+        graph = self.graph_draft("new", memory.text if memory.status is Status.ACTIVE else None)
+        written = self.store.insert(
+            ref, memory, vector, key, lim.quota_per_owner, by=by, graph=graph
+        )  # GRAPH-1: its entities and facts in the same transaction, no model call
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
             quota = lim.quota_per_owner
-            if self.graph is not None:  # GRAPH-1: its entities and facts, no model call
-                self.graph.observe(written.memory)
             latest = corroborate_near(
                 self.store, self._clock, quota, principal, ref, written, vector
             )
@@ -283,7 +284,12 @@ class MemoryService:
             self._clock(),
             self.limits.quota_per_owner,
             by=Actor.of(principal),
+            graph=self.graph_draft("replace", body),
         )
+
+    def graph_draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft | None:
+        """The graph mirror a store writes with a version (GRAPH-1; None: the graph is off)."""
+        return None if self.graph is None else self.graph.draft(mode, text)
 
     def supersede(
         self,
@@ -409,6 +415,8 @@ class MemoryService:
             self._clock(),
             self.limits.quota_per_owner,
             by=Actor.of(principal),
+            # GRAPH-1: a candidate or quarantined memory becoming active gains its mirror
+            graph=self.graph_draft("fill") if target is Status.ACTIVE else None,
         )
 
     # -- reads -------------------------------------------------------------------------------
@@ -530,6 +538,11 @@ class MemoryService:
         count = self.store.import_versions(
             (memory, vector) for rows in families.values() for _, memory, vector in rows
         )
+        if self.graph is not None:  # GRAPH-1: imported memories feed the graph (idempotent)
+            for rows in families.values():
+                for _, memory, _ in rows:
+                    if memory.is_current:
+                        self.graph.observe(memory, fill=True)
         self.guard.audit(
             principal,
             "memory.import",

@@ -282,11 +282,16 @@ class PlaneStore(Protocol):
         extraction: Extraction,
         source: GraphSource,
         now: datetime,
-        ontology: Ontology,
-    ) -> GraphWrite:
+        ontology: Ontology | None = None,
+        *,
+        fill: bool = False,
+    ) -> GraphWrite | None:
         """Resolve the extraction's mentions to the scope's entities (creating the new ones),
         record each as a mention of ``source``'s memory and append its facts, closing the open
-        facts of single-valued predicates they contradict; one serialised transaction."""
+        facts of single-valued predicates they contradict; one serialised transaction.
+        ``ontology`` None: the built-ins and the tenant's declared ones, read in that
+        transaction. ``fill``: write nothing when the memory already has graph rows (a
+        backfill). None: nothing written."""
 
     def graph_lookup(
         self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]

@@ -26,6 +26,7 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from quipu.core.auth import Actor, version_audit
+from quipu.core.graph import GraphDraft
 from quipu.core.lifecycle import LIVE
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Relation, Scope, ScopeRef, Status, WriteResult
@@ -37,12 +38,13 @@ from quipu.retrieval.expansion import query_keys
 from quipu.storage.admission import admit, admit_versions
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.decode import decode_row, decode_rows, loads
+from quipu.storage.graph_rows import same_text
 from quipu.storage.postgres import bulk, routed
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
-from quipu.storage.postgres.graph import GraphTables
+from quipu.storage.postgres.graph import GraphTables, mirror_in
 from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.index import IndexTables
 from quipu.storage.postgres.knowledge import KnowledgeTables
@@ -356,6 +358,7 @@ class PostgresStore(
         quota: int,
         *,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> WriteResult:
         admit(memory)
         """One round trip on the common path: lock the scope row, then a single statement that
@@ -364,7 +367,7 @@ class PostgresStore(
         number = self._tenant_number(ref.tenant_id)
         live = memory.status in LIVE
         if self.distributed:
-            return self._insert_routed(number, ref, memory, vector, embedding_key, quota, by)
+            return self._insert_routed(number, ref, memory, vector, embedding_key, quota, by, graph)
         for _ in range(3):
             with self._conn() as conn:
                 with conn.pipeline(), conn.transaction():
@@ -384,7 +387,10 @@ class PostgresStore(
                     )
                     params.update(live=live, live_statuses=_LIVE, quota=quota)
                     cur = conn.execute(INSERT_SQL, params)
-                if cur.fetchone() is not None:
+                    wrote = _Once(cur)
+                    # GRAPH-1: the mirror's read rides with the INSERT, its writes with COMMIT
+                    mirror_in(conn, ref, memory, graph, memory.recorded_at, wrote)
+                if wrote():
                     return WriteResult(memory, created=True)
                 dup = _live_duplicate(conn, ref, memory)
                 if dup is not None:
@@ -404,6 +410,7 @@ class PostgresStore(
         embedding_key: str | None,
         quota: int,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> WriteResult:
         """:meth:`insert` on Citus: the duplicate and quota checks run under the scope lock
         before the write instead of inside it (:mod:`.routed`), with the same outcomes."""
@@ -428,6 +435,7 @@ class PostgresStore(
                 by=by,
             )
             routed.write(conn, params, terms_tracked=tracked)
+            mirror_in(conn, ref, memory, graph, memory.recorded_at)
         return WriteResult(memory, created=True)
 
     def append(
@@ -442,13 +450,14 @@ class PostgresStore(
         quota: int,
         *,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> MemoryVersion:
         admit(change)
         number = self._tenant_number(ref.tenant_id)
         with self._tx() as conn:
             return self._append(
                 conn, number, ref, memory_id, change, expected_version, vector, embedding_key,
-                now, quota, by,
+                now, quota, by, graph,
             )  # fmt: skip
 
     def supersede(
@@ -500,6 +509,7 @@ class PostgresStore(
         now: datetime,
         quota: int,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> MemoryVersion:
         live_count, tracked = _lock_scope(conn, ref)
         row = _current_row(conn, ref, memory_id)
@@ -548,6 +558,7 @@ class PostgresStore(
             routed.write(conn, params, terms_tracked=tracked)
         else:
             conn.execute(WRITE_SQL, params)
+        mirror_in(conn, ref, new, same_text(graph, current, new), now)  # GRAPH-1
         return new
 
     def _write_params(
@@ -971,3 +982,17 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 
 def _key(row: Sequence[Any]) -> object:
     return row[0]
+
+
+class _Once:
+    """Whether the conditional INSERT wrote its row, read once from its cursor (asked by the
+    graph mirror after its read and again by :meth:`PostgresStore.insert`)."""
+
+    def __init__(self, cur: psycopg.Cursor[Any]) -> None:
+        self.cur = cur
+        self.row: bool | None = None
+
+    def __call__(self) -> bool:
+        if self.row is None:
+            self.row = self.cur.fetchone() is not None
+        return self.row

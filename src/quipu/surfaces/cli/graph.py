@@ -1,4 +1,4 @@
-"""`quipu graph recall|facts|ontology`: the entity graph (GRAPH-1) from the shell, on a store
+"""`quipu graph recall|facts|ontology|backfill`: the entity graph (GRAPH-1) from the shell, on a store
 (a file or a ``postgresql://`` URL), as the trusted local principal. Output is JSON; errors
 print their stable code and exit 1."""
 
@@ -112,3 +112,43 @@ def ontology(
 ) -> None:
     """The tenant's entity types and single-valued predicates; --type/--predicate add some."""
     _run(db, config, lambda g: g.declare(types=type_, predicates=predicate))
+
+
+@graph.command("backfill")
+def backfill_command(
+    db: Db = None,
+    config: Config = None,
+    scope: Annotated[
+        str | None, typer.Option(help="Only this scope (agent, user, agent_user, tenant).")
+    ] = None,
+    tenant: Annotated[
+        str | None, typer.Option(help="Only this tenant (default: every tenant).")
+    ] = None,
+    every: Annotated[int, typer.Option(help="Print progress every N memories.")] = 500,
+) -> None:
+    """Read the memories already stored into the entity graph: every current active memory
+    with no graph rows yet (idempotent; run it again to resume an interrupted run)."""
+    from quipu.composition import build_service
+    from quipu.core import validate
+    from quipu.core.records import Scope as ScopeName
+    from quipu.graph.backfill import BackfillReport, backfill
+    from quipu.graph.service import GraphService
+
+    settings = settings_or_exit(db, config)
+    try:
+        which = None if scope is None else validate.enum(ScopeName, scope, field="scope")
+        service = build_service(settings)
+    except QuipuError as exc:
+        fail(exc, 2)
+
+    def show(report: BackfillReport) -> None:
+        err.print(escape(json.dumps(report.to_dict())))
+
+    try:
+        done = backfill(
+            GraphService(service), tenant, scope=which, progress=show, every=max(1, every)
+        )
+        typer.echo(json.dumps(done.to_dict(), indent=2))
+    finally:
+        service.close()
+        service.store.close()
