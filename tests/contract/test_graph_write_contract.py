@@ -14,7 +14,7 @@ import pytest
 from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role, Scope
 from quipu.embeddings.local import LocalEmbedder
-from quipu.errors import NotFound
+from quipu.errors import LimitExceeded, NotFound
 from quipu.governance import GovernanceService
 from quipu.graph.backfill import backfill
 from quipu.graph.service import GraphService
@@ -171,3 +171,22 @@ def test_graph_001_backfill_reads_an_old_store_once_and_resumes(
     assert (again.written, again.facts, seen) == (0, 0, [2, 4])
     assert [len(graph.facts(alice, "Greta").facts)] == [1]
     assert backfill(graph, "t1", scope=Scope.USER).memories == 0
+
+
+def test_graph_001_a_write_refused_for_quota_leaves_no_graph_rows(
+    make_store: Callable[[str], object],
+    local_embedder: LocalEmbedder,
+    alice: Principal,
+    backend: str,
+) -> None:
+    """MEM-5 with GRAPH-1: when the store refuses the version (the owner's quota, checked in
+    the INSERT itself on PostgreSQL), the mirror queued with it is not written either."""
+    service = MemoryService(make_store("q.db"), local_embedder, Limits(quota_per_owner=1))  # type: ignore[arg-type]
+    graph = GraphService(service)
+    service.graph = graph
+    service.remember(alice, "Anna lives in Berlin.")
+    with pytest.raises(LimitExceeded):
+        service.remember(alice, "Bruno works at Siemens.")
+    assert _objects(graph, alice, "Bruno") == []
+    assert _count(service, backend, "graph_entities") == 2  # Anna and Berlin
+    assert _count(service, backend, "graph_facts") == 1

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -81,9 +81,22 @@ class _SQL:
     """:class:`quipu.storage.graph_rows.GraphSQL` on one PostgreSQL transaction; ``lock`` is
     the partition's writer lock, taken with the first read."""
 
-    def __init__(self, conn: psycopg.Connection[Any], lock: int) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], lock: int, pipe: psycopg.Pipeline | None
+    ) -> None:
         self.conn = conn
         self.lock = lock
+        self.pipe = pipe
+
+    @contextmanager
+    def _pipeline(self) -> Iterator[psycopg.Pipeline]:
+        """The caller's pipeline (never a nested one: entering and leaving a nested block
+        each cost psycopg a sync, a round trip), or a new one on a connection not in one."""
+        if self.pipe is not None:
+            yield self.pipe
+            return
+        with self.conn.pipeline() as pipe:
+            yield pipe
 
     def read(
         self,
@@ -99,7 +112,7 @@ class _SQL:
         where, args = _match(ref, folded, heads)
         c = [self.conn.cursor() for _ in range(5)]
         try:
-            with self.conn.pipeline() as pipe:
+            with self._pipeline() as pipe:
                 c[0].execute("SELECT pg_advisory_xact_lock(%s)", (self.lock,))
                 c[1].execute(
                     f"SELECT {_ENTITY} FROM graph_entities WHERE {where}"
@@ -142,7 +155,7 @@ class _SQL:
     ) -> None:
         """Every write of the plan queued in the pipeline: sent with the COMMIT."""
         part = _part(ref)
-        with self.conn.cursor() as cur:
+        with self._pipeline(), self.conn.cursor() as cur:
             if retire:
                 cur.execute(
                     "UPDATE graph_facts SET invalid_at = %s, expired_at = %s WHERE tenant_id = %s"
@@ -217,12 +230,13 @@ def mirror_in(
     draft: GraphDraft | None,
     now: datetime,
     gate: Callable[[], bool] | None = None,
+    pipe: psycopg.Pipeline | None = None,
 ) -> GraphWrite | None:
     """Write ``memory``'s graph mirror in ``conn``'s open transaction (the store's ``insert``
     and ``append`` call it, so the memory and its graph rows commit together); ``gate`` is
     asked after the batched read (with the memory's own write in the same round trip) whether
-    the version was written at all."""
-    return mirror(_SQL(conn, _lock_key(ref)), ref, memory, draft, now, gate)
+    the version was written at all. ``pipe``: the pipeline ``conn`` is in, if it is in one."""
+    return mirror(_SQL(conn, _lock_key(ref), pipe), ref, memory, draft, now, gate)
 
 
 def _fact_row(f: Fact) -> tuple[object, ...]:
@@ -271,9 +285,9 @@ class GraphTables:
     ) -> GraphWrite | None:
         # One pipeline around the transaction: BEGIN, the lock and the reads go in one round
         # trip, the writes and COMMIT in a second.
-        with self._conn() as conn, conn.pipeline(), conn.transaction():
+        with self._conn() as conn, conn.pipeline() as pipe, conn.transaction():
             return write_extraction(
-                _SQL(conn, _lock_key(ref)),
+                _SQL(conn, _lock_key(ref), pipe),
                 ref,
                 extraction,
                 source,

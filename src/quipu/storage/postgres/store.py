@@ -368,29 +368,36 @@ class PostgresStore(
         live = memory.status in LIVE
         if self.distributed:
             return self._insert_routed(number, ref, memory, vector, embedding_key, quota, by, graph)
+        # GRAPH-1: with a graph mirror, its read rides with the scope lock, and the INSERT, a
+        # guard that it wrote and the mirror's writes go with COMMIT: two round trips, as plain
+        mirroring = graph is not None and memory.status is Status.ACTIVE
         for _ in range(3):
             with self._conn() as conn:
-                with conn.pipeline(), conn.transaction():
-                    _lock_scope(conn, ref)
-                    # under the scope lock, as on SQLite: the session's previous memory is the
-                    # one the key order says (a memory with a session costs one round trip more)
-                    params = self._write_params(
-                        number,
-                        memory,
-                        vector,
-                        embedding_key,
-                        memory.invalid_at,
-                        int(live),
-                        1,
-                        _context_terms(conn, ref, memory),
-                        by=by,
-                    )
-                    params.update(live=live, live_statuses=_LIVE, quota=quota)
-                    cur = conn.execute(INSERT_SQL, params)
-                    wrote = _Once(cur)
-                    # GRAPH-1: the mirror's read rides with the INSERT, its writes with COMMIT
-                    mirror_in(conn, ref, memory, graph, memory.recorded_at, wrote)
-                if wrote():
+                insert = _Insert(conn, guard=mirroring)
+                try:
+                    with conn.pipeline() as pipe, conn.transaction():
+                        _lock_scope(conn, ref, fetch=not mirroring)
+                        # under the scope lock, as on SQLite: the session's previous memory is
+                        # the one the key order says (a memory with a session costs one round
+                        # trip more)
+                        params = self._write_params(
+                            number,
+                            memory,
+                            vector,
+                            embedding_key,
+                            memory.invalid_at,
+                            int(live),
+                            1,
+                            _context_terms(conn, ref, memory),
+                            by=by,
+                        )
+                        params.update(live=live, live_statuses=_LIVE, quota=quota)
+                        insert.params = params
+                        mirror_in(conn, ref, memory, graph, memory.recorded_at, insert.queue, pipe)
+                        insert.queue()
+                except psycopg.errors.DivisionByZero:  # the guard: the INSERT wrote nothing
+                    insert.refused = True
+                if insert.created():
                     return WriteResult(memory, created=True)
                 dup = _live_duplicate(conn, ref, memory)
                 if dup is not None:
@@ -920,15 +927,21 @@ def _over_quota(count: int, quota: int) -> LimitExceeded:
     )
 
 
-def _lock_scope(conn: psycopg.Connection[Any], ref: ScopeRef) -> tuple[int, bool]:
+def _lock_scope(
+    conn: psycopg.Connection[Any], ref: ScopeRef, *, fetch: bool = True
+) -> tuple[int, bool]:
     """Take the scope owner's row lock (creating the row if needed); returns its live count and
-    whether its term statistics are kept."""
-    row = conn.execute(
+    whether its term statistics are kept (without ``fetch``: only queues the lock in the
+    pipeline and returns (0, False))."""
+    cur = conn.execute(
         "INSERT INTO scope_state AS st (tenant_id, scope, owner) VALUES (%s, %s, %s)"
         " ON CONFLICT (tenant_id, scope, owner) DO UPDATE SET live_count = st.live_count"
         " RETURNING live_count, terms_tracked",
         (ref.tenant_id, ref.scope.value, ref.owner),
-    ).fetchone()
+    )
+    if not fetch:
+        return 0, False
+    row = cur.fetchone()
     assert row is not None
     return int(row[0]), bool(row[1])
 
@@ -984,15 +997,29 @@ def _key(row: Sequence[Any]) -> object:
     return row[0]
 
 
-class _Once:
-    """Whether the conditional INSERT wrote its row, read once from its cursor (asked by the
-    graph mirror after its read and again by :meth:`PostgresStore.insert`)."""
+class _Insert:
+    """The conditional INSERT of :meth:`PostgresStore.insert`, queued once (by the graph
+    mirror after its read, or after it); with ``guard``, followed by a statement that divides by
+    zero when the INSERT wrote no row (a live duplicate or the quota), so the mirror's writes
+    queued after it roll back with it."""
 
-    def __init__(self, cur: psycopg.Cursor[Any]) -> None:
-        self.cur = cur
-        self.row: bool | None = None
+    def __init__(self, conn: psycopg.Connection[Any], *, guard: bool) -> None:
+        self.conn = conn
+        self.guard = guard
+        self.params: dict[str, Any] = {}
+        self.cur: psycopg.Cursor[Any] | None = None
+        self.refused = False
 
-    def __call__(self) -> bool:
-        if self.row is None:
-            self.row = self.cur.fetchone() is not None
-        return self.row
+    def queue(self) -> bool:
+        if self.cur is None:
+            self.cur = self.conn.execute(INSERT_SQL, self.params)
+            if self.guard:
+                self.conn.execute(
+                    "SELECT 1 / (SELECT count(*)::int FROM memory_versions"
+                    " WHERE tenant_id = %s AND id = %s)",
+                    (self.params["c_tenant_id"], self.params["c_id"]),
+                )
+        return True
+
+    def created(self) -> bool:
+        return not self.refused and self.cur is not None and self.cur.fetchone() is not None

@@ -1,5 +1,5 @@
-"""`quipu graph recall|facts|ontology|backfill`: the entity graph (GRAPH-1) from the shell, on a store
-(a file or a ``postgresql://`` URL), as the trusted local principal. Output is JSON; errors
+"""`quipu graph recall|facts|ontology|backfill`: the entity graph (GRAPH-1) from the shell, on
+a store (a file or a ``postgresql://`` URL), as the trusted local principal. Output is JSON; errors
 print their stable code and exit 1."""
 
 from __future__ import annotations
