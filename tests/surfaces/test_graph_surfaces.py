@@ -184,3 +184,23 @@ def test_graph_001_library_and_cli_share_the_store(tmp_path: Path) -> None:
     assert out.exit_code == 0 and "likes" in json.loads(out.output)["single_valued"]
     out = runner.invoke(cli_app, ["graph", "facts", "Nobody", "--db", str(path)])
     assert out.exit_code == 1 and "not_found" in out.output
+
+
+def test_graph_001_cli_backfill_mirrors_an_old_store_once(tmp_path: Path) -> None:
+    """Issue 26 remainder 3: `quipu graph backfill` on a store written with the graph off."""
+    path = tmp_path / "old.db"
+    with quipu.open(path, embedder="none", worker_embedded=False, graph_extract=False) as mem:
+        mem.remember("Olga works at Nokia.")
+        mem.remember("Per lives in Bergen.")
+    runner = CliRunner()
+    out = runner.invoke(cli_app, ["graph", "facts", "Olga", "--db", str(path)])
+    assert out.exit_code == 1 and "not_found" in out.output
+    out = runner.invoke(cli_app, ["graph", "backfill", "--db", str(path), "--every", "1"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["written"] == 2
+    out = runner.invoke(cli_app, ["graph", "facts", "Olga", "--db", str(path)])
+    assert json.loads(out.output)["facts"][0]["object"] == "Nokia"
+    out = runner.invoke(cli_app, ["graph", "backfill", "--db", str(path), "--scope", "agent"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["written"] == 0
+    out = runner.invoke(cli_app, ["graph", "backfill", "--db", str(path), "--scope", "a/../b"])
+    assert out.exit_code == 2 and "invalid" in out.output
