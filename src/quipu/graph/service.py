@@ -128,6 +128,9 @@ class GraphService:
         self.guard: Guard = memory.guard
         self._clock = clock or (lambda: datetime.now(UTC))
 
+    def clock(self) -> datetime:
+        return self._clock()
+
     # -- writes ------------------------------------------------------------------------------
     def draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft:
         """The mirror the store writes with a memory version, in its transaction; ``text``

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from quipu.core.auth import AuditEvent
 from quipu.core.documents import Chunk, Document, StoredChunk
@@ -23,6 +23,7 @@ from quipu.core.sessions import (
     SessionInfo,
 )
 from quipu.retrieval.vectors import Vector
+from quipu.storage.graph_merge import MergeRecord
 from quipu.storage.graph_rows import GraphWrite
 
 
@@ -322,3 +323,26 @@ class PlaneStore(Protocol):
     ) -> None:
         """Declare an entity type (``kind`` "type") or a single-valued predicate
         (``kind`` "predicate") for the tenant; declaring again changes nothing."""
+
+    def graph_merge(
+        self,
+        ref: ScopeRef,
+        kept_id: str,
+        merged_id: str,
+        merge_id: str,
+        now: datetime,
+        by: str | None,
+        reason: str | None,
+    ) -> tuple[Entity, MergeRecord]:
+        """Merge entity ``merged_id`` into ``kept_id`` in one transaction: a new version of the
+        kept entity (the old one kept), the merged one's facts and mentions re-pointed, its row
+        gone, the merge recorded (:mod:`quipu.storage.graph_merge`). NotFound, InvalidInput."""
+
+    def graph_merge_revert(
+        self, ref: ScopeRef, merge_id: str, now: datetime, by: str | None
+    ) -> tuple[Entity, Entity]:
+        """Undo a merge: (the kept entity now, the merged entity back). NotFound; Conflict
+        ``merge_reverted`` or ``merge_conflict`` (a later merge of the kept entity)."""
+
+    def graph_entity_history(self, ref: ScopeRef, entity_id: str) -> list[dict[str, Any]]:
+        """The entity's old versions, oldest first."""

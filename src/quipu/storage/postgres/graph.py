@@ -29,6 +29,7 @@ from quipu.core.graph import (
     head,
 )
 from quipu.core.records import MemoryVersion, Scope, ScopeRef
+from quipu.storage import graph_merge
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.graph_rows import GraphWrite, Snapshot, mirror, write_extraction
 
@@ -354,7 +355,35 @@ class GraphTables:
                 (tenant_id, tenant_id),
             )
             conn.execute(f"DELETE FROM graph_entities e WHERE {orphans}", (tenant_id,))
+            graph_merge.drop_history(conn, tenant_id, "%s")
             return int(gone)
+
+    def graph_merge(
+        self,
+        ref: ScopeRef,
+        kept_id: str,
+        merged_id: str,
+        merge_id: str,
+        now: datetime,
+        by: str | None,
+        reason: str | None,
+    ) -> tuple[Entity, graph_merge.MergeRecord]:
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(ref),))
+            return graph_merge.merge(
+                conn, _DIALECT, ref, kept_id, merged_id, merge_id, now, by, reason
+            )
+
+    def graph_merge_revert(
+        self, ref: ScopeRef, merge_id: str, now: datetime, by: str | None
+    ) -> tuple[Entity, Entity]:
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(ref),))
+            return graph_merge.revert(conn, _DIALECT, ref, merge_id, now, by)
+
+    def graph_entity_history(self, ref: ScopeRef, entity_id: str) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            return graph_merge.history(conn, _DIALECT, ref, entity_id)
 
     def graph_ontology(self, tenant_id: str) -> tuple[set[str], set[str]]:
         with self._conn() as conn:
@@ -372,6 +401,9 @@ class GraphTables:
                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (tenant_id, kind, name, by, now),
             )
+
+
+_DIALECT = graph_merge.Dialect("%s", lambda v: v, lambda v: v)
 
 
 def _entity(r: Sequence[Any]) -> Entity:

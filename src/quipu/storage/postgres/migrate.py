@@ -55,6 +55,8 @@ DISTRIBUTED = (
     "graph_facts",
     "graph_mentions",
     "graph_ontology",
+    "graph_entity_versions",
+    "graph_merges",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

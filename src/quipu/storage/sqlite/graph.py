@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from typing import Any
 
 from quipu.core.graph import (
     Entity,
@@ -25,6 +26,7 @@ from quipu.core.graph import (
     head,
 )
 from quipu.core.records import MemoryVersion, Scope, ScopeRef
+from quipu.storage import graph_merge
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.graph_rows import GraphWrite, Snapshot, mirror, write_extraction
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
@@ -311,7 +313,32 @@ class GraphTables:
                 (tenant_id, tenant_id),
             )
             c.execute(f"DELETE FROM graph_entities AS e WHERE {orphans}", (tenant_id,))
+            graph_merge.drop_history(c, tenant_id, "?")
             return int(gone)
+
+    def graph_merge(
+        self,
+        ref: ScopeRef,
+        kept_id: str,
+        merged_id: str,
+        merge_id: str,
+        now: datetime,
+        by: str | None,
+        reason: str | None,
+    ) -> tuple[Entity, graph_merge.MergeRecord]:
+        with self._tx() as c:
+            return graph_merge.merge(
+                c, _DIALECT, ref, kept_id, merged_id, merge_id, now, by, reason
+            )
+
+    def graph_merge_revert(
+        self, ref: ScopeRef, merge_id: str, now: datetime, by: str | None
+    ) -> tuple[Entity, Entity]:
+        with self._tx() as c:
+            return graph_merge.revert(c, _DIALECT, ref, merge_id, now, by)
+
+    def graph_entity_history(self, ref: ScopeRef, entity_id: str) -> list[dict[str, Any]]:
+        return graph_merge.history(self._reader(), _DIALECT, ref, entity_id)
 
     def graph_ontology(self, tenant_id: str) -> tuple[set[str], set[str]]:
         rows = (
@@ -330,6 +357,9 @@ class GraphTables:
                 " declared_at) VALUES (?, ?, ?, ?, ?)",
                 (tenant_id, kind, name, by, to_micros(now)),
             )
+
+
+_DIALECT = graph_merge.Dialect("?", to_micros, lambda v: from_micros(int(v)))
 
 
 def _entity(r: sqlite3.Row) -> Entity:
