@@ -1,6 +1,6 @@
-"""`quipu graph recall|facts|ontology|backfill`: the entity graph (GRAPH-1) from the shell, on
-a store (a file or a ``postgresql://`` URL), as the trusted local principal. Output is JSON; errors
-print their stable code and exit 1."""
+"""`quipu graph recall|facts|ontology|backfill|merge|revert|history`: the entity graph
+(GRAPH-1) from the shell, on a store (a file or a ``postgresql://`` URL), as the trusted local
+principal. Output is JSON; errors print their stable code and exit 1."""
 
 from __future__ import annotations
 
@@ -152,3 +152,56 @@ def backfill_command(
     finally:
         service.close()
         service.store.close()
+
+
+Reason = Annotated[str | None, typer.Option(help="Why (kept in the audit log).")]
+
+
+@graph.command("merge")
+def merge_command(
+    keep: str,
+    merge: str,
+    db: Db = None,
+    config: Config = None,
+    scope: Scope = "agent",
+    reason: Reason = None,
+) -> None:
+    """Merge entity MERGE into entity KEEP (entity ids): a new version of KEEP; reversible."""
+    from quipu.graph.merges import GraphMerges
+
+    _run(
+        db,
+        config,
+        lambda g: GraphMerges(g.service).merge(
+            g.principal, keep, merge, scope=scope, reason=reason
+        ),
+    )
+
+
+@graph.command("revert")
+def revert_command(
+    merge_id: str,
+    db: Db = None,
+    config: Config = None,
+    scope: Scope = "agent",
+    reason: Reason = None,
+) -> None:
+    """Undo the entity merge MERGE_ID: the merged entity returns with its facts and mentions."""
+    from quipu.graph.merges import GraphMerges
+
+    _run(
+        db,
+        config,
+        lambda g: GraphMerges(g.service).revert(g.principal, merge_id, scope=scope, reason=reason),
+    )
+
+
+@graph.command("history")
+def history_command(
+    entity: str, db: Db = None, config: Config = None, scope: Scope = "agent"
+) -> None:
+    """The old versions of ENTITY (an entity id), oldest first: what each merge or revert
+    replaced."""
+    from quipu.graph.merges import GraphMerges
+
+    _run(db, config, lambda g: GraphMerges(g.service).history(g.principal, entity, scope=scope))
