@@ -57,12 +57,12 @@ class GraphSQL(Protocol):
         folded: Sequence[str],
         heads: Sequence[str],
         predicates: Sequence[str],
-        memory_id: str,
+        memory_id: str | None,
     ) -> Snapshot:
         """The resolution candidates (entities whose folded name or alias is in ``folded`` or
         whose head is in ``heads``; at most 500), their open facts (no ``invalid_at``) whose
         predicate is in ``predicates`` or declared single-valued by the tenant, the tenant's
-        declared ontology, and whether ``memory_id`` has mentions."""
+        declared ontology, and whether ``memory_id`` (None: not asked) has mentions."""
 
     def apply(
         self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime, retire: bool
@@ -161,7 +161,8 @@ def write_extraction(
     keys = [folded_name(m.name) for m in extraction.mentions]
     folded, heads = sorted(set(keys)), sorted({head(k) for k in keys if k})
     base = ontology or Ontology()
-    snap = sql.read(ref, folded, heads, sorted(base.single_valued), source.memory_id)
+    asked = source.memory_id if mode == "fill" else None  # only a fill asks if it is mirrored
+    snap = sql.read(ref, folded, heads, sorted(base.single_valued), asked)
     if gate is not None and not gate():
         return None
     if mode == "fill" and snap.mirrored:

@@ -105,7 +105,7 @@ class _SQL:
         folded: Sequence[str],
         heads: Sequence[str],
         predicates: Sequence[str],
-        memory_id: str,
+        memory_id: str | None,
     ) -> Snapshot:
         """The lock, the candidates, their open facts, the tenant's ontology and whether the
         memory is mirrored, in one pipeline (one round trip, with whatever the transaction
@@ -130,16 +130,17 @@ class _SQL:
                 c[3].execute(
                     "SELECT kind, name FROM graph_ontology WHERE tenant_id = %s", (ref.tenant_id,)
                 )
-                c[4].execute(
-                    "SELECT EXISTS (SELECT 1 FROM graph_mentions WHERE tenant_id = %s"
-                    " AND memory_id = %s)",
-                    (ref.tenant_id, memory_id),
-                )
+                if memory_id is not None:
+                    c[4].execute(
+                        "SELECT EXISTS (SELECT 1 FROM graph_mentions WHERE tenant_id = %s"
+                        " AND memory_id = %s)",
+                        (ref.tenant_id, memory_id),
+                    )
                 pipe.sync()
             entities = decode_rows(_entity, c[1].fetchall(), lambda r: r[0])
             facts = decode_rows(_fact, c[2].fetchall(), lambda r: r[0])
             declared = c[3].fetchall()
-            mirrored = c[4].fetchone()
+            mirrored = None if memory_id is None else c[4].fetchone()
         finally:
             for cur in c:
                 cur.close()

@@ -62,12 +62,15 @@ class _SQL:
     def candidates(
         self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
     ) -> list[Entity]:
+        # three index lookups (a plain OR of them scans the whole partition on SQLite)
         rows = self.c.execute(
-            f"SELECT {_ENTITY} FROM graph_entities WHERE {_PART} AND (folded IN ({_marks(folded)})"
-            f" OR head IN ({_marks(heads)}) OR entity_id IN (SELECT entity_id FROM graph_aliases"
-            f" WHERE {_PART} AND folded IN ({_marks(folded)}))) ORDER BY first_seen, entity_id"
+            f"SELECT {_ENTITY} FROM graph_entities WHERE {_PART} AND entity_id IN ("
+            f"SELECT entity_id FROM graph_entities WHERE {_PART} AND folded IN ({_marks(folded)})"
+            f" UNION SELECT entity_id FROM graph_entities WHERE {_PART}"
+            f" AND head IN ({_marks(heads)}) UNION SELECT entity_id FROM graph_aliases"
+            f" WHERE {_PART} AND folded IN ({_marks(folded)})) ORDER BY first_seen, entity_id"
             " LIMIT 500",
-            (*_part(ref), *folded, *heads, *_part(ref), *folded),
+            (*_part(ref), *_part(ref), *folded, *_part(ref), *heads, *_part(ref), *folded),
         ).fetchall()
         return decode_rows(_entity, rows, lambda r: r["entity_id"])
 
@@ -77,7 +80,7 @@ class _SQL:
         folded: Sequence[str],
         heads: Sequence[str],
         predicates: Sequence[str],
-        memory_id: str,
+        memory_id: str | None,
     ) -> Snapshot:
         entities = self.candidates(ref, folded, heads)
         ids = [e.entity_id for e in entities]
@@ -91,16 +94,19 @@ class _SQL:
             f" AND subject_id IN ({_marks(ids)}) AND predicate IN ({_marks(single)})",
             (*_part(ref), *ids, *single),
         ).fetchall()
-        mirrored = self.c.execute(
-            "SELECT 1 FROM graph_mentions WHERE tenant_id = ? AND memory_id = ? LIMIT 1",
-            (ref.tenant_id, memory_id),
-        ).fetchone()
+        mirrored = (
+            memory_id is not None
+            and self.c.execute(
+                "SELECT 1 FROM graph_mentions WHERE tenant_id = ? AND memory_id = ? LIMIT 1",
+                (ref.tenant_id, memory_id),
+            ).fetchone()
+        )
         return Snapshot(
             entities,
             decode_rows(_fact, rows, lambda r: r["fact_id"]),
             types=types,
             predicates=set(single) - set(predicates),
-            mirrored=mirrored is not None,
+            mirrored=bool(mirrored),
         )
 
     def apply(
