@@ -37,7 +37,7 @@ from quipu.core.records import (
 )
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.core.text import content_hash, embedding_key, fold
-from quipu.core.versions import Change
+from quipu.core.versions import UNSET, Change
 from quipu.corroboration import corroborate, corroborate_near
 from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable, InvalidInput, QuipuError
@@ -230,15 +230,13 @@ class MemoryService:
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         key = embedding_key(body) if vector is not None else None
-        by = Actor.of(principal)
-        graph = self.graph_draft("new", memory.text if memory.status is Status.ACTIVE else None)
+        draft = self.graph_draft("new", body)  # GRAPH-1: its entities and facts, no model call
         written = self.store.insert(
-            ref, memory, vector, key, lim.quota_per_owner, by=by, graph=graph
-        )  # GRAPH-1: its entities and facts in the same transaction, no model call
+            ref, memory, vector, key, lim.quota_per_owner, by=Actor.of(principal), graph=draft
+        )  # the memory and its graph rows in one transaction
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
-            quota = lim.quota_per_owner
             latest = corroborate_near(
-                self.store, self._clock, quota, principal, ref, written, vector
+                self.store, self._clock, lim.quota_per_owner, principal, ref, written, vector
             )
             return WriteResult(latest, created=True)
         return written
@@ -395,16 +393,12 @@ class MemoryService:
         relation: Relation,
     ) -> MemoryVersion:
         change = Change(
-            actor=principal.key_id, relation=relation, reason=_reason(reason), status=target
+            actor=principal.key_id,
+            relation=relation,
+            reason=_reason(reason),
+            status=target,
+            invalid_at=self._clock() if target is Status.EXPIRED else UNSET,
         )
-        if target is Status.EXPIRED:
-            change = Change(
-                actor=principal.key_id,
-                relation=relation,
-                reason=_reason(reason),
-                status=target,
-                invalid_at=self._clock(),
-            )
         return self.store.append(
             ref,
             memory_id,
@@ -415,8 +409,7 @@ class MemoryService:
             self._clock(),
             self.limits.quota_per_owner,
             by=Actor.of(principal),
-            # GRAPH-1: a candidate or quarantined memory becoming active gains its mirror
-            graph=self.graph_draft("fill") if target is Status.ACTIVE else None,
+            graph=self.graph_draft("fill") if target is Status.ACTIVE else None,  # GRAPH-1
         )
 
     # -- reads -------------------------------------------------------------------------------
@@ -539,10 +532,7 @@ class MemoryService:
             (memory, vector) for rows in families.values() for _, memory, vector in rows
         )
         if self.graph is not None:  # GRAPH-1: imported memories feed the graph (idempotent)
-            for rows in families.values():
-                for _, memory, _ in rows:
-                    if memory.is_current:
-                        self.graph.observe(memory, fill=True)
+            self.graph.imported(m for rows in families.values() for _, m, _ in rows)
         self.guard.audit(
             principal,
             "memory.import",

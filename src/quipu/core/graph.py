@@ -29,7 +29,7 @@ or 3 adds the mention's name as an alias, so the next mention matches by rule 1.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from difflib import SequenceMatcher
@@ -320,6 +320,10 @@ class GraphSink(Protocol):
 
     def observe(self, memory: MemoryVersion, *, fill: bool = False) -> object:
         """Write a stored version's mirror on its own (``fill``: unless it has one)."""
+        ...
+
+    def imported(self, memories: Iterable[MemoryVersion]) -> None:
+        """Write the mirror of each current active memory an import stored (unless it has one)."""
         ...
 
     def draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft:

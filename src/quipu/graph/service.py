@@ -20,7 +20,7 @@ returns the facts in force now or ``as_of``, each with its source memory ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -136,6 +136,12 @@ class GraphService:
         """The mirror the store writes with a memory version, in its transaction; ``text``
         is extracted now, before that transaction opens."""
         return GraphDraft(extract, mode, text, None if text is None else extract(text))
+
+    def imported(self, memories: Iterable[MemoryVersion]) -> None:
+        """Mirror each current active memory an import stored, unless it already has one."""
+        for memory in memories:
+            if memory.is_current:
+                self.observe(memory, fill=True)
 
     def observe(self, memory: MemoryVersion, *, fill: bool = False) -> GraphWrite | None:
         """Extract and write the graph of a stored memory version in its own transaction
