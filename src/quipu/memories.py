@@ -19,7 +19,7 @@ from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
 from quipu.core import planes as plane_rules
 from quipu.core import validate
 from quipu.core.auth import Actor
-from quipu.core.graph import GraphSink, PlacementSink
+from quipu.core.graph import GraphDraft, GraphSink, MirrorMode, PlacementSink
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -37,7 +37,7 @@ from quipu.core.records import (
 )
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.core.text import content_hash, embedding_key, fold
-from quipu.core.versions import Change
+from quipu.core.versions import UNSET, Change
 from quipu.corroboration import corroborate, corroborate_near
 from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable, InvalidInput, QuipuError
@@ -173,7 +173,7 @@ class MemoryService:
             if quote is None
             else validate.text(quote, max_bytes=lim.max_text_bytes, field="quote")
         )
-        start, end = _quote_span(quote_v, quote_start, quote_end)
+        start, end = validate.quote_span(quote_v, quote_start, quote_end)
         first = Status.ACTIVE if status is None else validate.enum(Status, status, field="status")
         if first not in _FIRST_STATUSES:
             raise InvalidInput(
@@ -232,13 +232,14 @@ class MemoryService:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         key = embedding_key(body) if vector is not None else None
         by = Actor.of(principal)
-        if self.placement is None:
-            written = self.store.insert(ref, memory, vector, key, lim.quota_per_owner, by=by)
+        if self.placement is None:  # GRAPH-1: its entities and facts, no model call
+            draft = self.graph_draft("new", body)
+            written = self.store.insert(
+                ref, memory, vector, key, lim.quota_per_owner, by=by, graph=draft
+            )  # the memory and its graph rows in one transaction
         else:  # GRAPH-2: the memory and its graph mirror where the ontology places them
             ref, written = self.placement.write(principal, ref, memory, vector, key, by)
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
-            if self.graph is not None and self.placement is None:  # GRAPH-1: no model call
-                self.graph.observe(written.memory)
             latest = corroborate_near(
                 self.store, self._clock, lim.quota_per_owner, principal, ref, written, vector
             )
@@ -286,7 +287,12 @@ class MemoryService:
             self._clock(),
             self.limits.quota_per_owner,
             by=Actor.of(principal),
+            graph=self.graph_draft("replace", body),
         )
+
+    def graph_draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft | None:
+        """The graph mirror a store writes with a version (GRAPH-1; None: the graph is off)."""
+        return None if self.graph is None else self.graph.draft(mode, text)
 
     def supersede(
         self,
@@ -392,16 +398,12 @@ class MemoryService:
         relation: Relation,
     ) -> MemoryVersion:
         change = Change(
-            actor=principal.key_id, relation=relation, reason=_reason(reason), status=target
+            actor=principal.key_id,
+            relation=relation,
+            reason=_reason(reason),
+            status=target,
+            invalid_at=self._clock() if target is Status.EXPIRED else UNSET,
         )
-        if target is Status.EXPIRED:
-            change = Change(
-                actor=principal.key_id,
-                relation=relation,
-                reason=_reason(reason),
-                status=target,
-                invalid_at=self._clock(),
-            )
         return self.store.append(
             ref,
             memory_id,
@@ -412,6 +414,7 @@ class MemoryService:
             self._clock(),
             self.limits.quota_per_owner,
             by=Actor.of(principal),
+            graph=self.graph_draft("fill") if target is Status.ACTIVE else None,  # GRAPH-1
         )
 
     # -- reads -------------------------------------------------------------------------------
@@ -533,6 +536,8 @@ class MemoryService:
         count = self.store.import_versions(
             (memory, vector) for rows in families.values() for _, memory, vector in rows
         )
+        if self.graph is not None:  # GRAPH-1: imported memories feed the graph (idempotent)
+            self.graph.imported(m for rows in families.values() for _, m, _ in rows)
         self.guard.audit(
             principal,
             "memory.import",
@@ -626,25 +631,3 @@ class MemoryService:
         size = self.guard.page_size(limit)
         at = None if cursor is None else Cursor.decode(cursor)
         return self.store.list_page(ref, self.guard.filters(**filters), at, size)
-
-
-def _quote_span(quote: str | None, start: object, end: object) -> tuple[int | None, int | None]:
-    """The quote's offsets in its source turn (MEM-3): both or neither, 0 <= start <= end, and
-    ``end - start`` the quote's length."""
-    if start is None and end is None:
-        return None, None
-    if quote is None or start is None or end is None:
-        raise InvalidInput(
-            "quote_start and quote_end come together, with the quote they locate",
-            code="invalid_quote_span",
-            details={"field": "quote_start"},
-        )
-    low = validate.bounded_int(start, field="quote_start", low=0, high=2**31)
-    high = validate.bounded_int(end, field="quote_end", low=low, high=2**31)
-    if high - low != len(quote):
-        raise InvalidInput(
-            "quote_end - quote_start must be the quote's length",
-            code="invalid_quote_span",
-            details={"field": "quote_end"},
-        )
-    return low, high

@@ -184,3 +184,85 @@ def test_graph_001_library_and_cli_share_the_store(tmp_path: Path) -> None:
     assert out.exit_code == 0 and "likes" in json.loads(out.output)["single_valued"]
     out = runner.invoke(cli_app, ["graph", "facts", "Nobody", "--db", str(path)])
     assert out.exit_code == 1 and "not_found" in out.output
+
+
+def test_graph_001_cli_backfill_mirrors_an_old_store_once(tmp_path: Path) -> None:
+    """Issue 26 remainder 3: `quipu graph backfill` on a store written with the graph off."""
+    path = tmp_path / "old.db"
+    with quipu.open(path, embedder="none", worker_embedded=False, graph_extract=False) as mem:
+        mem.remember("Olga works at Nokia.")
+        mem.remember("Per lives in Bergen.")
+    runner = CliRunner()
+    out = runner.invoke(cli_app, ["graph", "facts", "Olga", "--db", str(path)])
+    assert out.exit_code == 1 and "not_found" in out.output
+    out = runner.invoke(cli_app, ["graph", "backfill", "--db", str(path), "--every", "1"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["written"] == 2
+    out = runner.invoke(cli_app, ["graph", "facts", "Olga", "--db", str(path)])
+    assert json.loads(out.output)["facts"][0]["object"] == "Nokia"
+    out = runner.invoke(cli_app, ["graph", "backfill", "--db", str(path), "--scope", "agent"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["written"] == 0
+    out = runner.invoke(cli_app, ["graph", "backfill", "--db", str(path), "--scope", "a/../b"])
+    assert out.exit_code == 2 and "invalid" in out.output
+
+
+def test_graph_001_http_merge_revert_and_history(world: World) -> None:
+    """Issue 26 remainder 4 over HTTP: merge, history, revert; hostile ids are a clear 4xx."""
+    import httpx
+
+    with Client(world.url, world.keys["t.a"]) as a:
+        a.remember("Ruth works at Philips.")
+        a.remember("Ruthie lives in Delft.")
+        ruth = a.graph_facts("Ruth")["entities"][0]["entity_id"]
+        ruthie = a.graph_facts("Ruthie")["entities"][0]["entity_id"]
+    headers = {"authorization": f"Bearer {world.keys['t.a']}"}
+    with httpx.Client(base_url=world.url, headers=headers) as http:
+        r = http.post("/v1/graph/merges", json={"keep": ruth, "merge": ruthie, "reason": "same"})
+        assert r.status_code == 201, r.text
+        merge_id = r.json()["merge_id"]
+        assert r.json()["entity"]["aliases"] == ["Ruthie"] and r.json()["version"] == 2
+        facts = http.get("/v1/graph/facts", params={"subject": "Ruthie"}).json()["facts"]
+        assert {f["predicate"] for f in facts} == {"works_at", "lives_in"}
+        old = http.get(f"/v1/graph/entities/{ruth}/history").json()["versions"]
+        assert [v["ended_by"] for v in old] == ["merge"]
+        for body in (
+            {"keep": ruth, "merge": "a/b"},
+            {"keep": ruth, "merge": "x\x00"},
+            {"keep": ruth, "merge": ruth},
+            {"keep": ruth},
+            {"keep": ruth, "merge": 5},
+        ):
+            r = http.post("/v1/graph/merges", json=body)
+            assert r.status_code == 422 and r.json()["error"]["code"], (body, r.text)
+        r = http.post("/v1/graph/merges", json={"keep": ruth, "merge": "0" * 32})
+        assert r.status_code == 404
+        r = http.post("/v1/graph/merges/%00x/revert")
+        assert r.status_code == 422
+        r = httpx.post(  # another agent cannot touch it
+            f"{world.url}/v1/graph/merges/{merge_id}/revert",
+            headers={"authorization": f"Bearer {world.keys['t.b']}"},
+        )
+        assert r.status_code == 404
+        r = http.post(f"/v1/graph/merges/{merge_id}/revert", json={"reason": "two people"})
+        assert r.status_code == 200 and r.json()["restored"]["entity_id"] == ruthie
+        r = http.post(f"/v1/graph/merges/{merge_id}/revert")
+        assert r.status_code == 409 and r.json()["error"]["code"] == "merge_reverted"
+
+
+def test_graph_001_cli_merge_history_and_revert(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with quipu.open(path, embedder="none", worker_embedded=False) as mem:
+        mem.remember("Sven works at Volvo.")
+        mem.remember("Svenne lives in Gothenburg.")
+        sven = mem.graph.facts("Sven").entities[0].entity_id
+        svenne = mem.graph.facts("Svenne").entities[0].entity_id
+    runner = CliRunner()
+    out = runner.invoke(cli_app, ["graph", "merge", sven, svenne, "--db", str(path)])
+    assert out.exit_code == 0, out.output
+    merge_id = json.loads(out.stdout)["merge_id"]
+    out = runner.invoke(cli_app, ["graph", "history", sven, "--db", str(path)])
+    assert [v["version"] for v in json.loads(out.stdout)["versions"]] == [1]
+    out = runner.invoke(cli_app, ["graph", "revert", merge_id, "--db", str(path)])
+    assert out.exit_code == 0 and json.loads(out.stdout)["restored"]["entity_id"] == svenne
+    out = runner.invoke(cli_app, ["graph", "revert", merge_id, "--db", str(path)])
+    assert out.exit_code == 1 and "merge_reverted" in out.output

@@ -29,10 +29,11 @@ or 3 adds the mention's name as an alias, so the next mention matches by rule 1.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from difflib import SequenceMatcher
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from quipu.core.auth import Actor
 from quipu.core.records import MemoryVersion, Principal, Scope, ScopeRef, WriteResult
@@ -289,12 +290,47 @@ def close_against(new: Fact, current: Fact) -> tuple[str, datetime]:
     return "new", current.valid_at
 
 
-class GraphSink(Protocol):
-    """Where the memory service sends each newly stored memory to be read into the entity
-    graph (:meth:`quipu.graph.service.GraphService.observe`); ``MemoryService.graph`` is one
-    when the ``graph_extract`` setting is on (the composition root sets it), else None."""
+#: How a memory version's graph mirror is written in its own transaction: ``new`` (a new
+#: memory), ``replace`` (a revision changed the text: the earlier versions' open facts close and
+#: their mentions go), ``fill`` (a memory becoming active: written only if it has no mirror yet).
+MirrorMode = Literal["new", "replace", "fill"]
 
-    def observe(self, memory: MemoryVersion) -> object: ...
+
+@dataclass(frozen=True)
+class GraphDraft:
+    """The graph mirror a store writes in a memory version's own transaction (GRAPH-1): the
+    extractor to read the version's text with (or its extraction, computed beforehand for
+    ``text``) and how to write it. A store writes it only when the version it stores is
+    active; memory and graph rows then commit together or not at all."""
+
+    extract: Callable[[str], Extraction]
+    mode: MirrorMode = "new"
+    text: str | None = None
+    extraction: Extraction | None = None
+
+    def read(self, text: str) -> Extraction:
+        if self.extraction is not None and text == self.text:
+            return self.extraction
+        return self.extract(text)
+
+
+class GraphSink(Protocol):
+    """What the memory service asks the entity graph for (:class:`quipu.graph.service.
+    GraphService`); ``MemoryService.graph`` is one when the ``graph_extract`` setting is on
+    (the composition root sets it), else None."""
+
+    def observe(self, memory: MemoryVersion, *, fill: bool = False) -> object:
+        """Write a stored version's mirror on its own (``fill``: unless it has one)."""
+        ...
+
+    def imported(self, memories: Iterable[MemoryVersion]) -> None:
+        """Write the mirror of each current active memory an import stored (unless it has one)."""
+        ...
+
+    def draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft:
+        """The mirror to write with a memory version (``text``: extract it now, before the
+        store's transaction opens)."""
+        ...
 
 
 #: Separates a document id from a chunk's seq in a graph source id (never in a memory id).

@@ -383,3 +383,25 @@ def bounded_int(value: object, *, field: str, low: int, high: int) -> int:
             details={"field": field, "min": low, "max": high},
         )
     return value
+
+
+def quote_span(quote: str | None, start: object, end: object) -> tuple[int | None, int | None]:
+    """The quote's offsets in its source turn (MEM-3): both or neither, 0 <= start <= end, and
+    ``end - start`` the quote's length."""
+    if start is None and end is None:
+        return None, None
+    if quote is None or start is None or end is None:
+        raise InvalidInput(
+            "quote_start and quote_end come together, with the quote they locate",
+            code="invalid_quote_span",
+            details={"field": "quote_start"},
+        )
+    low = bounded_int(start, field="quote_start", low=0, high=2**31)
+    high = bounded_int(end, field="quote_end", low=low, high=2**31)
+    if high - low != len(quote):
+        raise InvalidInput(
+            "quote_end - quote_start must be the quote's length",
+            code="invalid_quote_span",
+            details={"field": "quote_end"},
+        )
+    return low, high

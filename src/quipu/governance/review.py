@@ -165,6 +165,7 @@ class Reviewing(GovernanceBase):
             now,
             self.memory.limits.quota_per_owner,
             by=Actor.of(principal),
+            graph=self.memory.graph_draft("fill"),  # GRAPH-1: a rejected one coming back
         )
         self.guard.audit(
             principal,
@@ -225,6 +226,7 @@ class Reviewing(GovernanceBase):
             self._clock(),
             self.memory.limits.quota_per_owner,
             by=Actor.of(principal),
+            graph=self.memory.graph_draft("replace", old.text),  # GRAPH-1: the old text's
         )
         self.guard.audit(
             principal,

@@ -110,11 +110,9 @@ class Placement:
         the tenant's policy places them; the scope it landed in and the insert's result."""
         quota = self.guard.limits.quota_per_owner
         policy = self.store.placement_policy(ref.tenant_id)
-        if policy is None or not policy.tenant_types:
-            written = self.store.insert(ref, memory, vector, key, quota, by=by)
-            if written.created:
-                self.graph.observe(written.memory)
-            return ref, written
+        if policy is None or not policy.tenant_types:  # the memory and its mirror together
+            draft = self.graph.draft("new", memory.text)
+            return ref, self.store.insert(ref, memory, vector, key, quota, by=by, graph=draft)
         extraction = retype(extract(memory.text), policy)
         tenant = ScopeRef(ref.tenant_id, Scope.TENANT, ref.tenant_id)
         with self.store.transaction(ref.tenant_id):

@@ -1,11 +1,14 @@
 """The entity graph's use cases (GRAPH-1): write-time extraction, ``graph_recall``,
 ``list_facts`` and the tenant's ontology.
 
-**Writes.** :meth:`GraphService.observe` runs after a memory is stored active (the memory
-service calls it; see :class:`quipu.memories.GraphSink`): the text is read by the deterministic
-extractor (:mod:`quipu.graph.extract`, no model call) and the entities and facts are written in
-the memory's scope partition, each fact naming the memory and version it came from. The graph
-is derived data: the memory is already committed when its graph rows are written.
+**Writes.** The memory service asks :meth:`GraphService.draft` for the mirror of each version
+it writes (a new memory, a revision, a candidate or quarantined memory becoming active; see
+:class:`quipu.core.graph.GraphSink`): the text is read by the deterministic extractor
+(:mod:`quipu.graph.extract`, no model call) and the store writes the entities and facts in the
+memory's scope partition *in the memory version's own transaction*, each fact naming the
+memory and version it came from: the memory and its graph rows commit together or not at all.
+:meth:`GraphService.observe` writes the mirror of an already stored version on its own (the
+backfill, :mod:`quipu.graph.backfill`).
 
 **Reads.** One scope per call, resolved from the principal like every read (SCOPE-1); an entity
 of another scope, agent or tenant is simply not found. A fact is read only while its source
@@ -17,7 +20,7 @@ returns the facts in force now or ``as_of``, each with its source memory ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -29,9 +32,10 @@ from quipu.core.graph import (
     MAX_NAME_CHARS,
     Entity,
     Fact,
+    GraphDraft,
     Mention,
+    MirrorMode,
     Ontology,
-    Source,
     folded_name,
     head,
     ontology_name,
@@ -45,7 +49,7 @@ from quipu.graph.extract import extract
 from quipu.graph.query import query_names
 from quipu.guard import Guard
 from quipu.memories import MemoryService
-from quipu.storage.graph_rows import GraphWrite
+from quipu.storage.graph_rows import GraphWrite, source_of
 
 #: Facts a walk reads per hop at most (a hub entity cannot make a read unbounded).
 HOP_FACTS = 500
@@ -128,26 +132,33 @@ class GraphService:
         self.guard: Guard = memory.guard
         self._clock = clock or (lambda: datetime.now(UTC))
 
+    def clock(self) -> datetime:
+        return self._clock()
+
     # -- writes ------------------------------------------------------------------------------
-    def observe(self, memory: MemoryVersion) -> GraphWrite | None:
-        """Extract and write the graph of a stored memory version (None: nothing to write:
-        the memory is not active, or its text names nothing)."""
+    def draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft:
+        """The mirror the store writes with a memory version, in its transaction; ``text``
+        is extracted now, before that transaction opens."""
+        return GraphDraft(extract, mode, text, None if text is None else extract(text))
+
+    def imported(self, memories: Iterable[MemoryVersion]) -> None:
+        """Mirror each current active memory an import stored, unless it already has one."""
+        for memory in memories:
+            if memory.is_current:
+                self.observe(memory, fill=True)
+
+    def observe(self, memory: MemoryVersion, *, fill: bool = False) -> GraphWrite | None:
+        """Extract and write the graph of a stored memory version in its own transaction
+        (None: nothing written: the memory is not active, its text names nothing, or with
+        ``fill`` it already has graph rows)."""
         if memory.status is not Status.ACTIVE:
             return None
         extraction = extract(memory.text)
         if not extraction.mentions:
             return None
         ref = ScopeRef(memory.tenant_id, memory.scope, memory.owner)
-        source = Source(
-            memory_id=memory.id,
-            memory_version=memory.version,
-            valid_at=memory.valid_at,
-            observed_at=memory.observed_at,
-            surface=memory.provenance.surface,
-            key_id=memory.provenance.key_id,
-        )
         return self.store.graph_write(
-            ref, extraction, source, self._clock(), self.ontology(memory.tenant_id)
+            ref, extraction, source_of(memory), self._clock(), None, fill=fill
         )
 
     def ontology(self, tenant_id: str) -> Ontology:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from quipu.core.auth import Actor, AuditEvent, Credential, Tenant
 from quipu.core.governance import EraseReport, Erasure, Hold, Project, Snapshot, SubjectInfo
+from quipu.core.graph import GraphDraft
 from quipu.core.idempotency import IdempotencyScope, StoredAnswer
 from quipu.core.jobs import Job, JobStatus, NewJob
 from quipu.core.portable import PortableSession
@@ -78,11 +79,14 @@ class Store(PlaneStore, Protocol):
         quota: int,
         *,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> WriteResult:
         """Insert version 1 of a new family, unless a live exact duplicate exists (MEM-6).
 
         Raises LimitExceeded ``quota_exceeded`` when the scope owner already holds ``quota``
-        live rows; the check and the insert are one serialised transaction (MEM-5).
+        live rows; the check and the insert are one serialised transaction (MEM-5). With
+        ``graph``, an active version's entity-graph mirror is written in the same transaction
+        (GRAPH-1: both commit or neither).
         """
 
     def append(
@@ -97,8 +101,10 @@ class Store(PlaneStore, Protocol):
         quota: int,
         *,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> MemoryVersion:
-        """Append the successor of the family's current version (NotFound, Conflict).
+        """Append the successor of the family's current version (NotFound, Conflict). With
+        ``graph``, an active successor's graph mirror is written in the same transaction.
 
         ``quota`` applies only when the change makes a non-live family live again.
         """

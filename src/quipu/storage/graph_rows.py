@@ -1,16 +1,18 @@
 """The entity graph's write step, once for both backends (GRAPH-1).
 
 :func:`write_extraction` runs inside a backend's write transaction over a :class:`GraphSQL`
-(two reads and one batched write, in the backend's dialect): resolve each mention to an entity
-of the scope (:func:`quipu.core.graph.resolve`), record the mention, then append each fact,
-closing the open fact of a single-valued predicate it contradicts
-(:func:`quipu.core.graph.close_against`).
+(one batched read and one batched write, in the backend's dialect): resolve each mention to an
+entity of the scope (:func:`quipu.core.graph.resolve`), record the mention, then append each
+fact, closing the open fact of a single-valued predicate it contradicts
+(:func:`quipu.core.graph.close_against`). :func:`mirror` is the same step for a memory version
+being written in that transaction (a store's ``insert``/``append`` with a
+:class:`~quipu.core.graph.GraphDraft`): the memory and its graph rows commit together.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
@@ -19,6 +21,8 @@ from quipu.core.graph import (
     Entity,
     Extraction,
     Fact,
+    GraphDraft,
+    MirrorMode,
     Ontology,
     Source,
     close_against,
@@ -27,24 +31,47 @@ from quipu.core.graph import (
     head,
     resolve,
 )
-from quipu.core.records import ScopeRef
+from quipu.core.records import MemoryVersion, ScopeRef, Status
+
+
+@dataclass
+class Snapshot:
+    """What one batched read returns: the resolution candidates, their open facts of a
+    single-valued predicate, the tenant's declared types and single-valued predicates, and
+    whether the memory being written already has graph rows (mentions)."""
+
+    entities: list[Entity]
+    open_facts: list[Fact]
+    types: set[str] = field(default_factory=set)
+    predicates: set[str] = field(default_factory=set)
+    mirrored: bool = False
 
 
 class GraphSQL(Protocol):
-    """The statements :func:`write_extraction` needs, on one open transaction: two reads,
-    then one batched write (a backend sends it in as few round trips as it can)."""
+    """The statements :func:`write_extraction` needs, on one open transaction: one batched
+    read, then one batched write (a backend sends each in as few round trips as it can)."""
 
     def read(
-        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str], predicates: Sequence[str]
-    ) -> tuple[list[Entity], list[Fact]]:
+        self,
+        ref: ScopeRef,
+        folded: Sequence[str],
+        heads: Sequence[str],
+        predicates: Sequence[str],
+        memory_id: str | None,
+    ) -> Snapshot:
         """The resolution candidates (entities whose folded name or alias is in ``folded`` or
-        whose head is in ``heads``; at most 500) and their open facts (no ``invalid_at``) with
-        a predicate in ``predicates``; a backend may send both reads at once."""
+        whose head is in ``heads``; at most 500), their open facts (no ``invalid_at``) whose
+        predicate is in ``predicates`` or declared single-valued by the tenant, the tenant's
+        declared ontology, and whether ``memory_id`` (None: not asked) has mentions."""
 
-    def apply(self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime) -> None:
-        """Insert ``plan.new_entities``, set ``last_seen``, type and aliases (and their index
-        rows) of ``plan.touched``, record a mention of ``source`` for each of
-        ``plan.entity_ids``, insert ``plan.facts`` and close ``plan.closes``."""
+    def apply(
+        self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime, retire: bool
+    ) -> None:
+        """With ``retire``, first close the open facts of ``source``'s earlier versions
+        (``invalid_at`` = ``source.valid_at``) and drop its mentions; then insert
+        ``plan.new_entities``, set ``last_seen``, type and aliases (and their index rows) of
+        ``plan.touched``, record a mention of ``source`` for each of ``plan.entity_ids``,
+        insert ``plan.facts`` and close ``plan.closes``."""
 
 
 @dataclass
@@ -75,18 +102,74 @@ class GraphWrite:
         return [c.fact_id for c in self.closes]
 
 
+def source_of(memory: MemoryVersion) -> Source:
+    """The provenance a memory version gives the graph rows read from it."""
+    return Source(
+        memory_id=memory.id,
+        memory_version=memory.version,
+        valid_at=memory.valid_at,
+        observed_at=memory.observed_at,
+        surface=memory.provenance.surface,
+        key_id=memory.provenance.key_id,
+    )
+
+
+def same_text(
+    draft: GraphDraft | None, current: MemoryVersion, new: MemoryVersion
+) -> GraphDraft | None:
+    """The draft for ``new`` appended after ``current``: a ``replace`` whose text did not
+    change only fills a missing mirror."""
+    if draft is not None and draft.mode == "replace" and new.text == current.text:
+        return replace(draft, mode="fill")
+    return draft
+
+
+def mirror(
+    sql: GraphSQL,
+    ref: ScopeRef,
+    memory: MemoryVersion,
+    draft: GraphDraft | None,
+    now: datetime,
+    gate: Callable[[], bool] | None = None,
+) -> GraphWrite | None:
+    """Write ``memory``'s graph mirror by ``draft`` in the caller's open transaction (None:
+    no draft, the version is not active, or nothing was written)."""
+    if draft is None or memory.status is not Status.ACTIVE:
+        return None
+    return write_extraction(
+        sql, ref, draft.read(memory.text), source_of(memory), now, None, mode=draft.mode, gate=gate
+    )
+
+
 def write_extraction(
     sql: GraphSQL,
     ref: ScopeRef,
     extraction: Extraction,
     source: Source,
     now: datetime,
-    ontology: Ontology,
-) -> GraphWrite:
-    out = GraphWrite()
+    ontology: Ontology | None,
+    *,
+    mode: MirrorMode = "new",
+    gate: Callable[[], bool] | None = None,
+) -> GraphWrite | None:
+    """Resolve, plan and write one extraction (None: nothing written: ``gate`` said no after
+    the read, ``fill`` found the memory already mirrored, or a ``new`` memory names nothing).
+    ``ontology`` None: the built-ins and what the tenant declared, read in the same round
+    trip."""
+    if not extraction.mentions and mode != "replace":
+        return None
     keys = [folded_name(m.name) for m in extraction.mentions]
     folded, heads = sorted(set(keys)), sorted({head(k) for k in keys if k})
-    pool, open_all = sql.read(ref, folded, heads, sorted(ontology.single_valued))
+    base = ontology or Ontology()
+    asked = source.memory_id if mode == "fill" else None  # only a fill asks if it is mirrored
+    snap = sql.read(ref, folded, heads, sorted(base.single_valued), asked)
+    if gate is not None and not gate():
+        return None
+    if mode == "fill" and snap.mirrored:
+        return None
+    ontology = base.with_declared(snap.types, snap.predicates)
+    pool = snap.entities
+    out = GraphWrite()
     touched: dict[str, Entity] = {}
     for mention, key in zip(extraction.mentions, keys, strict=True):
         kind = mention.type if mention.type in ontology.types else "other"
@@ -145,11 +228,15 @@ def write_extraction(
         for d in extraction.facts
     ]
     drafts = [f for f in drafts if f.object_id != f.subject_id]
-    single = sorted(
-        {(f.subject_id, f.predicate) for f in drafts if f.predicate in ontology.single_valued}
-    )
-    wanted = set(single)
-    open_now = [f for f in open_all if (f.subject_id, f.predicate) in wanted]
+    wanted = {(f.subject_id, f.predicate) for f in drafts if f.predicate in ontology.single_valued}
+    retire = mode == "replace"
+    open_now = [
+        f
+        for f in snap.open_facts
+        if (f.subject_id, f.predicate) in wanted
+        and f.predicate in ontology.single_valued
+        and not (retire and f.memory_id == source.memory_id)  # closed by the revision itself
+    ]
     for draft in drafts:
         fact = draft
         if fact.predicate in ontology.single_valued:
@@ -162,7 +249,7 @@ def write_extraction(
             ]
             fact = _contradict(fact, rivals, now, out)
         out.facts.append(fact)
-    sql.apply(ref, out, source, now)
+    sql.apply(ref, out, source, now, retire)
     return out
 
 

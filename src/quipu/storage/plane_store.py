@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from quipu.core.auth import AuditEvent
 from quipu.core.documents import Chunk, Document, StoredChunk
@@ -26,6 +26,7 @@ from quipu.core.sessions import (
     SessionInfo,
 )
 from quipu.retrieval.vectors import Vector
+from quipu.storage.graph_merge import MergeRecord
 from quipu.storage.graph_rows import GraphWrite
 
 
@@ -296,11 +297,16 @@ class PlaneStore(Protocol):
         extraction: Extraction,
         source: GraphSource,
         now: datetime,
-        ontology: Ontology,
-    ) -> GraphWrite:
+        ontology: Ontology | None = None,
+        *,
+        fill: bool = False,
+    ) -> GraphWrite | None:
         """Resolve the extraction's mentions to the scope's entities (creating the new ones),
         record each as a mention of ``source``'s memory and append its facts, closing the open
-        facts of single-valued predicates they contradict; one serialised transaction."""
+        facts of single-valued predicates they contradict; one serialised transaction.
+        ``ontology`` None: the built-ins and the tenant's declared ones, read in that
+        transaction. ``fill``: write nothing when the memory already has graph rows (a
+        backfill). None: nothing written."""
 
     def graph_lookup(
         self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
@@ -372,3 +378,26 @@ class PlaneStore(Protocol):
         """Up to ``limit`` open facts (no ``invalid_at``) with ``entity_id`` as subject or
         object whose source memory is active, newest recorded first: an entity's current
         facts without reading the closed ones."""
+
+    def graph_merge(
+        self,
+        ref: ScopeRef,
+        kept_id: str,
+        merged_id: str,
+        merge_id: str,
+        now: datetime,
+        by: str | None,
+        reason: str | None,
+    ) -> tuple[Entity, MergeRecord]:
+        """Merge entity ``merged_id`` into ``kept_id`` in one transaction: a new version of the
+        kept entity (the old one kept), the merged one's facts and mentions re-pointed, its row
+        gone, the merge recorded (:mod:`quipu.storage.graph_merge`). NotFound, InvalidInput."""
+
+    def graph_merge_revert(
+        self, ref: ScopeRef, merge_id: str, now: datetime, by: str | None
+    ) -> tuple[Entity, Entity]:
+        """Undo a merge: (the kept entity now, the merged entity back). NotFound; Conflict
+        ``merge_reverted`` or ``merge_conflict`` (a later merge of the kept entity)."""
+
+    def graph_entity_history(self, ref: ScopeRef, entity_id: str) -> list[dict[str, Any]]:
+        """The entity's old versions, oldest first."""

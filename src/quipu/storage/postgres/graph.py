@@ -11,17 +11,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from quipu.core.graph import Entity, Extraction, Fact, Ontology, Source, folded_name, head
-from quipu.core.records import Scope, ScopeRef
+from quipu.core.graph import (
+    Entity,
+    Extraction,
+    Fact,
+    GraphDraft,
+    Ontology,
+    Source,
+    folded_name,
+    head,
+)
+from quipu.core.records import MemoryVersion, Scope, ScopeRef
+from quipu.storage import graph_merge
 from quipu.storage.decode import decode_rows, loads
-from quipu.storage.graph_rows import GraphWrite, write_extraction
+from quipu.storage.graph_rows import GraphWrite, Snapshot, mirror, write_extraction
 
 _PART = "tenant_id = %s AND scope = %s AND owner = %s"
 _ENTITY = "entity_id, tenant_id, scope, owner, name, type, aliases, first_seen, last_seen"
@@ -75,38 +85,92 @@ class _SQL:
     """:class:`quipu.storage.graph_rows.GraphSQL` on one PostgreSQL transaction; ``lock`` is
     the partition's writer lock, taken with the first read."""
 
-    def __init__(self, conn: psycopg.Connection[Any], lock: int) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], lock: int, pipe: psycopg.Pipeline | None
+    ) -> None:
         self.conn = conn
         self.lock = lock
+        self.pipe = pipe
+
+    @contextmanager
+    def _pipeline(self) -> Iterator[psycopg.Pipeline]:
+        """The caller's pipeline (never a nested one: entering and leaving a nested block
+        each cost psycopg a sync, a round trip), or a new one on a connection not in one."""
+        if self.pipe is not None:
+            yield self.pipe
+            return
+        with self.conn.pipeline() as pipe:
+            yield pipe
 
     def read(
-        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str], predicates: Sequence[str]
-    ) -> tuple[list[Entity], list[Fact]]:
-        """The lock, the candidates and their open facts in one pipeline (one round trip)."""
+        self,
+        ref: ScopeRef,
+        folded: Sequence[str],
+        heads: Sequence[str],
+        predicates: Sequence[str],
+        memory_id: str | None,
+    ) -> Snapshot:
+        """The lock, the candidates, their open facts, the tenant's ontology and whether the
+        memory is mirrored, in one pipeline (one round trip, with whatever the transaction
+        queued before)."""
         where, args = _match(ref, folded, heads)
-        with self.conn.cursor() as lock, self.conn.cursor() as a, self.conn.cursor() as b:
-            with self.conn.pipeline() as pipe:
-                lock.execute("SELECT pg_advisory_xact_lock(%s)", (self.lock,))
-                a.execute(
+        c = [self.conn.cursor() for _ in range(5)]
+        try:
+            with self._pipeline() as pipe:
+                c[0].execute("SELECT pg_advisory_xact_lock(%s)", (self.lock,))
+                c[1].execute(
                     f"SELECT {_ENTITY} FROM graph_entities WHERE {where}"
                     " ORDER BY first_seen, entity_id LIMIT 500",
                     args,
                 )
-                b.execute(
+                c[2].execute(
                     f"SELECT {_FACT} FROM graph_facts f WHERE {_PART} AND invalid_at IS NULL"
-                    " AND predicate = ANY(%s) AND subject_id IN (SELECT entity_id FROM"
-                    f" graph_entities WHERE {where})",
-                    (*_part(ref), list(predicates), *args),
+                    " AND (predicate = ANY(%s) OR predicate IN (SELECT name FROM graph_ontology"
+                    " WHERE tenant_id = %s AND kind = 'predicate')) AND subject_id IN"
+                    f" (SELECT entity_id FROM graph_entities WHERE {where})",
+                    (*_part(ref), list(predicates), ref.tenant_id, *args),
                 )
+                c[3].execute(
+                    "SELECT kind, name FROM graph_ontology WHERE tenant_id = %s", (ref.tenant_id,)
+                )
+                if memory_id is not None:
+                    c[4].execute(
+                        "SELECT EXISTS (SELECT 1 FROM graph_mentions WHERE tenant_id = %s"
+                        " AND memory_id = %s)",
+                        (ref.tenant_id, memory_id),
+                    )
                 pipe.sync()
-            entities = decode_rows(_entity, a.fetchall(), lambda r: r[0])
-            facts = decode_rows(_fact, b.fetchall(), lambda r: r[0])
-        return entities, facts
+            entities = decode_rows(_entity, c[1].fetchall(), lambda r: r[0])
+            facts = decode_rows(_fact, c[2].fetchall(), lambda r: r[0])
+            declared = c[3].fetchall()
+            mirrored = None if memory_id is None else c[4].fetchone()
+        finally:
+            for cur in c:
+                cur.close()
+        return Snapshot(
+            entities,
+            facts,
+            types={str(r[1]) for r in declared if r[0] == "type"},
+            predicates={str(r[1]) for r in declared if r[0] == "predicate"},
+            mirrored=bool(mirrored and mirrored[0]),
+        )
 
-    def apply(self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime) -> None:
+    def apply(
+        self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime, retire: bool
+    ) -> None:
         """Every write of the plan queued in the pipeline: sent with the COMMIT."""
         part = _part(ref)
-        with self.conn.cursor() as cur:
+        with self._pipeline(), self.conn.cursor() as cur:
+            if retire:
+                cur.execute(
+                    "UPDATE graph_facts SET invalid_at = %s, expired_at = %s WHERE tenant_id = %s"
+                    " AND memory_id = %s AND memory_version < %s AND invalid_at IS NULL",
+                    (source.valid_at, now, ref.tenant_id, source.memory_id, source.memory_version),
+                )
+                cur.execute(
+                    "DELETE FROM graph_mentions WHERE tenant_id = %s AND memory_id = %s",
+                    (ref.tenant_id, source.memory_id),
+                )
             cur.executemany(
                 "INSERT INTO graph_entities (tenant_id, scope, owner, entity_id, name, folded,"
                 " head, type, aliases, first_seen, last_seen)"
@@ -164,6 +228,22 @@ class _SQL:
             )
 
 
+def mirror_in(
+    conn: psycopg.Connection[Any],
+    ref: ScopeRef,
+    memory: MemoryVersion,
+    draft: GraphDraft | None,
+    now: datetime,
+    gate: Callable[[], bool] | None = None,
+    pipe: psycopg.Pipeline | None = None,
+) -> GraphWrite | None:
+    """Write ``memory``'s graph mirror in ``conn``'s open transaction (the store's ``insert``
+    and ``append`` call it, so the memory and its graph rows commit together); ``gate`` is
+    asked after the batched read (with the memory's own write in the same round trip) whether
+    the version was written at all. ``pipe``: the pipeline ``conn`` is in, if it is in one."""
+    return mirror(_SQL(conn, _lock_key(ref), pipe), ref, memory, draft, now, gate)
+
+
 def _fact_row(f: Fact) -> tuple[object, ...]:
     return (
         f.fact_id,
@@ -204,13 +284,21 @@ class GraphTables:
         extraction: Extraction,
         source: Source,
         now: datetime,
-        ontology: Ontology,
-    ) -> GraphWrite:
+        ontology: Ontology | None = None,
+        *,
+        fill: bool = False,
+    ) -> GraphWrite | None:
         # One pipeline around the transaction: BEGIN, the lock and the reads go in one round
         # trip, the writes and COMMIT in a second.
-        with self._conn() as conn, conn.pipeline(), conn.transaction():
+        with self._conn() as conn, conn.pipeline() as pipe, conn.transaction():
             return write_extraction(
-                _SQL(conn, _lock_key(ref)), ref, extraction, source, now, ontology
+                _SQL(conn, _lock_key(ref), pipe),
+                ref,
+                extraction,
+                source,
+                now,
+                ontology,
+                mode="fill" if fill else "new",
             )
 
     def graph_lookup(
@@ -271,7 +359,35 @@ class GraphTables:
                 (tenant_id, tenant_id),
             )
             conn.execute(f"DELETE FROM graph_entities e WHERE {orphans}", (tenant_id,))
+            graph_merge.drop_history(conn, tenant_id, "%s")
             return int(gone)
+
+    def graph_merge(
+        self,
+        ref: ScopeRef,
+        kept_id: str,
+        merged_id: str,
+        merge_id: str,
+        now: datetime,
+        by: str | None,
+        reason: str | None,
+    ) -> tuple[Entity, graph_merge.MergeRecord]:
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(ref),))
+            return graph_merge.merge(
+                conn, _DIALECT, ref, kept_id, merged_id, merge_id, now, by, reason
+            )
+
+    def graph_merge_revert(
+        self, ref: ScopeRef, merge_id: str, now: datetime, by: str | None
+    ) -> tuple[Entity, Entity]:
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(ref),))
+            return graph_merge.revert(conn, _DIALECT, ref, merge_id, now, by)
+
+    def graph_entity_history(self, ref: ScopeRef, entity_id: str) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            return graph_merge.history(conn, _DIALECT, ref, entity_id)
 
     def graph_ontology(self, tenant_id: str) -> tuple[set[str], set[str]]:
         with self._conn() as conn:
@@ -289,6 +405,9 @@ class GraphTables:
                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (tenant_id, kind, name, by, now),
             )
+
+
+_DIALECT = graph_merge.Dialect("%s", lambda v: v, lambda v: v)
 
 
 def _entity(r: Sequence[Any]) -> Entity:

@@ -57,6 +57,8 @@ DISTRIBUTED = (
     "graph_ontology",
     "graph_placements",
     "consolidation_leases",
+    "graph_entity_versions",
+    "graph_merges",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

@@ -26,6 +26,7 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from quipu.core.auth import Actor, version_audit
+from quipu.core.graph import GraphDraft
 from quipu.core.lifecycle import LIVE
 from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Relation, Scope, ScopeRef, Status, WriteResult
@@ -37,13 +38,14 @@ from quipu.retrieval.expansion import query_keys
 from quipu.storage.admission import admit, admit_versions
 from quipu.storage.base import Capabilities, EmbeddingPin, SearchInfo, Vector
 from quipu.storage.decode import decode_row, decode_rows, loads
+from quipu.storage.graph_rows import same_text
 from quipu.storage.joined import joined_to
 from quipu.storage.postgres import bulk, routed
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
-from quipu.storage.postgres.graph import GraphTables
+from quipu.storage.postgres.graph import GraphTables, mirror_in
 from quipu.storage.postgres.graph_reads import GraphReads
 from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.index import IndexTables
@@ -365,6 +367,7 @@ class PostgresStore(
         quota: int,
         *,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> WriteResult:
         admit(memory)
         """One round trip on the common path: lock the scope row, then a single statement that
@@ -373,27 +376,37 @@ class PostgresStore(
         number = self._tenant_number(ref.tenant_id)
         live = memory.status in LIVE
         if self.distributed:
-            return self._insert_routed(number, ref, memory, vector, embedding_key, quota, by)
+            return self._insert_routed(number, ref, memory, vector, embedding_key, quota, by, graph)
+        # GRAPH-1: with a graph mirror, its read rides with the scope lock, and the INSERT, a
+        # guard that it wrote and the mirror's writes go with COMMIT: two round trips, as plain
+        mirroring = graph is not None and memory.status is Status.ACTIVE
         for _ in range(3):
             with self._conn() as conn:
-                with conn.pipeline(), conn.transaction():
-                    _lock_scope(conn, ref)
-                    # under the scope lock, as on SQLite: the session's previous memory is the
-                    # one the key order says (a memory with a session costs one round trip more)
-                    params = self._write_params(
-                        number,
-                        memory,
-                        vector,
-                        embedding_key,
-                        memory.invalid_at,
-                        int(live),
-                        1,
-                        _context_terms(conn, ref, memory),
-                        by=by,
-                    )
-                    params.update(live=live, live_statuses=_LIVE, quota=quota)
-                    cur = conn.execute(INSERT_SQL, params)
-                if cur.fetchone() is not None:
+                insert = _Insert(conn, guard=mirroring)
+                try:
+                    with conn.pipeline() as pipe, conn.transaction():
+                        _lock_scope(conn, ref, fetch=not mirroring)
+                        # under the scope lock, as on SQLite: the session's previous memory is
+                        # the one the key order says (a memory with a session costs one round
+                        # trip more)
+                        params = self._write_params(
+                            number,
+                            memory,
+                            vector,
+                            embedding_key,
+                            memory.invalid_at,
+                            int(live),
+                            1,
+                            _context_terms(conn, ref, memory),
+                            by=by,
+                        )
+                        params.update(live=live, live_statuses=_LIVE, quota=quota)
+                        insert.params = params
+                        mirror_in(conn, ref, memory, graph, memory.recorded_at, insert.queue, pipe)
+                        insert.queue()
+                except psycopg.errors.DivisionByZero:  # the guard: the INSERT wrote nothing
+                    insert.refused = True
+                if insert.created():
                     return WriteResult(memory, created=True)
                 dup = _live_duplicate(conn, ref, memory)
                 if dup is not None:
@@ -413,6 +426,7 @@ class PostgresStore(
         embedding_key: str | None,
         quota: int,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> WriteResult:
         """:meth:`insert` on Citus: the duplicate and quota checks run under the scope lock
         before the write instead of inside it (:mod:`.routed`), with the same outcomes."""
@@ -437,6 +451,7 @@ class PostgresStore(
                 by=by,
             )
             routed.write(conn, params, terms_tracked=tracked)
+            mirror_in(conn, ref, memory, graph, memory.recorded_at)
         return WriteResult(memory, created=True)
 
     def append(
@@ -451,13 +466,14 @@ class PostgresStore(
         quota: int,
         *,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> MemoryVersion:
         admit(change)
         number = self._tenant_number(ref.tenant_id)
         with self._tx() as conn:
             return self._append(
                 conn, number, ref, memory_id, change, expected_version, vector, embedding_key,
-                now, quota, by,
+                now, quota, by, graph,
             )  # fmt: skip
 
     def supersede(
@@ -509,6 +525,7 @@ class PostgresStore(
         now: datetime,
         quota: int,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> MemoryVersion:
         live_count, tracked = _lock_scope(conn, ref)
         row = _current_row(conn, ref, memory_id)
@@ -557,6 +574,7 @@ class PostgresStore(
             routed.write(conn, params, terms_tracked=tracked)
         else:
             conn.execute(WRITE_SQL, params)
+        mirror_in(conn, ref, new, same_text(graph, current, new), now)  # GRAPH-1
         return new
 
     def _write_params(
@@ -918,15 +936,21 @@ def _over_quota(count: int, quota: int) -> LimitExceeded:
     )
 
 
-def _lock_scope(conn: psycopg.Connection[Any], ref: ScopeRef) -> tuple[int, bool]:
+def _lock_scope(
+    conn: psycopg.Connection[Any], ref: ScopeRef, *, fetch: bool = True
+) -> tuple[int, bool]:
     """Take the scope owner's row lock (creating the row if needed); returns its live count and
-    whether its term statistics are kept."""
-    row = conn.execute(
+    whether its term statistics are kept (without ``fetch``: only queues the lock in the
+    pipeline and returns (0, False))."""
+    cur = conn.execute(
         "INSERT INTO scope_state AS st (tenant_id, scope, owner) VALUES (%s, %s, %s)"
         " ON CONFLICT (tenant_id, scope, owner) DO UPDATE SET live_count = st.live_count"
         " RETURNING live_count, terms_tracked",
         (ref.tenant_id, ref.scope.value, ref.owner),
-    ).fetchone()
+    )
+    if not fetch:
+        return 0, False
+    row = cur.fetchone()
     assert row is not None
     return int(row[0]), bool(row[1])
 
@@ -980,3 +1004,31 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 
 def _key(row: Sequence[Any]) -> object:
     return row[0]
+
+
+class _Insert:
+    """The conditional INSERT of :meth:`PostgresStore.insert`, queued once (by the graph
+    mirror after its read, or after it); with ``guard``, followed by a statement that divides by
+    zero when the INSERT wrote no row (a live duplicate or the quota), so the mirror's writes
+    queued after it roll back with it."""
+
+    def __init__(self, conn: psycopg.Connection[Any], *, guard: bool) -> None:
+        self.conn = conn
+        self.guard = guard
+        self.params: dict[str, Any] = {}
+        self.cur: psycopg.Cursor[Any] | None = None
+        self.refused = False
+
+    def queue(self) -> bool:
+        if self.cur is None:
+            self.cur = self.conn.execute(INSERT_SQL, self.params)
+            if self.guard:
+                self.conn.execute(
+                    "SELECT 1 / (SELECT count(*)::int FROM memory_versions"
+                    " WHERE tenant_id = %s AND id = %s)",
+                    (self.params["c_tenant_id"], self.params["c_id"]),
+                )
+        return True
+
+    def created(self) -> bool:
+        return not self.refused and self.cur is not None and self.cur.fetchone() is not None

@@ -13,11 +13,22 @@ import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from typing import Any
 
-from quipu.core.graph import Entity, Extraction, Fact, Ontology, Source, folded_name, head
-from quipu.core.records import Scope, ScopeRef
+from quipu.core.graph import (
+    Entity,
+    Extraction,
+    Fact,
+    GraphDraft,
+    Ontology,
+    Source,
+    folded_name,
+    head,
+)
+from quipu.core.records import MemoryVersion, Scope, ScopeRef
+from quipu.storage import graph_merge
 from quipu.storage.decode import decode_rows, loads
-from quipu.storage.graph_rows import GraphWrite, write_extraction
+from quipu.storage.graph_rows import GraphWrite, Snapshot, mirror, write_extraction
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
 
 _PART = "tenant_id = ? AND scope = ? AND owner = ?"
@@ -56,29 +67,73 @@ class _SQL:
     def candidates(
         self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
     ) -> list[Entity]:
+        # three index lookups (a plain OR of them scans the whole partition on SQLite)
         rows = self.c.execute(
-            f"SELECT {_ENTITY} FROM graph_entities WHERE {_PART} AND (folded IN ({_marks(folded)})"
-            f" OR head IN ({_marks(heads)}) OR entity_id IN (SELECT entity_id FROM graph_aliases"
-            f" WHERE {_PART} AND folded IN ({_marks(folded)}))) ORDER BY first_seen, entity_id"
+            f"SELECT {_ENTITY} FROM graph_entities WHERE {_PART} AND entity_id IN ("
+            f"SELECT entity_id FROM graph_entities WHERE {_PART} AND folded IN ({_marks(folded)})"
+            f" UNION SELECT entity_id FROM graph_entities WHERE {_PART}"
+            f" AND head IN ({_marks(heads)}) UNION SELECT entity_id FROM graph_aliases"
+            f" WHERE {_PART} AND folded IN ({_marks(folded)})) ORDER BY first_seen, entity_id"
             " LIMIT 500",
-            (*_part(ref), *folded, *heads, *_part(ref), *folded),
+            (*_part(ref), *_part(ref), *folded, *_part(ref), *heads, *_part(ref), *folded),
         ).fetchall()
         return decode_rows(_entity, rows, lambda r: r["entity_id"])
 
     def read(
-        self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str], predicates: Sequence[str]
-    ) -> tuple[list[Entity], list[Fact]]:
+        self,
+        ref: ScopeRef,
+        folded: Sequence[str],
+        heads: Sequence[str],
+        predicates: Sequence[str],
+        memory_id: str | None,
+    ) -> Snapshot:
         entities = self.candidates(ref, folded, heads)
         ids = [e.entity_id for e in entities]
+        declared = self.c.execute(
+            "SELECT kind, name FROM graph_ontology WHERE tenant_id = ?", (ref.tenant_id,)
+        ).fetchall()
+        types = {str(r[1]) for r in declared if r[0] == "type"}
+        single = sorted({*predicates, *(str(r[1]) for r in declared if r[0] == "predicate")})
         rows = self.c.execute(
             f"SELECT {_FACT} FROM graph_facts f WHERE {_PART} AND invalid_at IS NULL"
-            f" AND subject_id IN ({_marks(ids)}) AND predicate IN ({_marks(predicates)})",
-            (*_part(ref), *ids, *predicates),
+            f" AND subject_id IN ({_marks(ids)}) AND predicate IN ({_marks(single)})",
+            (*_part(ref), *ids, *single),
         ).fetchall()
-        return entities, decode_rows(_fact, rows, lambda r: r["fact_id"])
+        mirrored = (
+            memory_id is not None
+            and self.c.execute(
+                "SELECT 1 FROM graph_mentions WHERE tenant_id = ? AND memory_id = ? LIMIT 1",
+                (ref.tenant_id, memory_id),
+            ).fetchone()
+        )
+        return Snapshot(
+            entities,
+            decode_rows(_fact, rows, lambda r: r["fact_id"]),
+            types=types,
+            predicates=set(single) - set(predicates),
+            mirrored=bool(mirrored),
+        )
 
-    def apply(self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime) -> None:
+    def apply(
+        self, ref: ScopeRef, plan: GraphWrite, source: Source, now: datetime, retire: bool
+    ) -> None:
         part = _part(ref)
+        if retire:
+            self.c.execute(
+                "UPDATE graph_facts SET invalid_at = ?, expired_at = ? WHERE tenant_id = ?"
+                " AND memory_id = ? AND memory_version < ? AND invalid_at IS NULL",
+                (
+                    to_micros(source.valid_at),
+                    to_micros(now),
+                    ref.tenant_id,
+                    source.memory_id,
+                    source.memory_version,
+                ),
+            )
+            self.c.execute(
+                "DELETE FROM graph_mentions WHERE tenant_id = ? AND memory_id = ?",
+                (ref.tenant_id, source.memory_id),
+            )
         self.c.executemany(
             "INSERT INTO graph_entities (tenant_id, scope, owner, entity_id, name, folded, head,"
             " type, aliases, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -138,6 +193,18 @@ class _SQL:
         )
 
 
+def mirror_in(
+    c: sqlite3.Connection,
+    ref: ScopeRef,
+    memory: MemoryVersion,
+    draft: GraphDraft | None,
+    now: datetime,
+) -> GraphWrite | None:
+    """Write ``memory``'s graph mirror in ``c``'s open transaction (the store's ``insert`` and
+    ``append`` call it, so the memory and its graph rows commit together)."""
+    return mirror(_SQL(c), ref, memory, draft, now)
+
+
 def _fact_row(f: Fact) -> tuple[object, ...]:
     return (
         f.fact_id,
@@ -178,10 +245,14 @@ class GraphTables:
         extraction: Extraction,
         source: Source,
         now: datetime,
-        ontology: Ontology,
-    ) -> GraphWrite:
+        ontology: Ontology | None = None,
+        *,
+        fill: bool = False,
+    ) -> GraphWrite | None:
         with self._tx() as c:
-            return write_extraction(_SQL(c), ref, extraction, source, now, ontology)
+            return write_extraction(
+                _SQL(c), ref, extraction, source, now, ontology, mode="fill" if fill else "new"
+            )
 
     def graph_lookup(
         self, ref: ScopeRef, folded: Sequence[str], heads: Sequence[str]
@@ -253,7 +324,32 @@ class GraphTables:
                 (tenant_id, tenant_id),
             )
             c.execute(f"DELETE FROM graph_entities AS e WHERE {orphans}", (tenant_id,))
+            graph_merge.drop_history(c, tenant_id, "?")
             return int(gone)
+
+    def graph_merge(
+        self,
+        ref: ScopeRef,
+        kept_id: str,
+        merged_id: str,
+        merge_id: str,
+        now: datetime,
+        by: str | None,
+        reason: str | None,
+    ) -> tuple[Entity, graph_merge.MergeRecord]:
+        with self._tx() as c:
+            return graph_merge.merge(
+                c, _DIALECT, ref, kept_id, merged_id, merge_id, now, by, reason
+            )
+
+    def graph_merge_revert(
+        self, ref: ScopeRef, merge_id: str, now: datetime, by: str | None
+    ) -> tuple[Entity, Entity]:
+        with self._tx() as c:
+            return graph_merge.revert(c, _DIALECT, ref, merge_id, now, by)
+
+    def graph_entity_history(self, ref: ScopeRef, entity_id: str) -> list[dict[str, Any]]:
+        return graph_merge.history(self._reader(), _DIALECT, ref, entity_id)
 
     def graph_ontology(self, tenant_id: str) -> tuple[set[str], set[str]]:
         rows = (
@@ -272,6 +368,9 @@ class GraphTables:
                 " declared_at) VALUES (?, ?, ?, ?, ?)",
                 (tenant_id, kind, name, by, to_micros(now)),
             )
+
+
+_DIALECT = graph_merge.Dialect("?", to_micros, lambda v: from_micros(int(v)))
 
 
 def _entity(r: sqlite3.Row) -> Entity:

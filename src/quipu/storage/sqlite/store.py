@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from quipu.core.auth import Actor, version_audit
+from quipu.core.graph import GraphDraft
 from quipu.core.lifecycle import LIVE
 from quipu.core.query import Cursor, Filters, Page
 from quipu.core.records import (
@@ -39,12 +40,13 @@ from quipu.retrieval.bm25 import document_tokens, indexed_keys
 from quipu.storage.admission import admit
 from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
+from quipu.storage.graph_rows import same_text
 from quipu.storage.joined import joined_to
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
-from quipu.storage.sqlite.graph import GraphTables
+from quipu.storage.sqlite.graph import GraphTables, mirror_in
 from quipu.storage.sqlite.graph_reads import GraphReads
 from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.index import IndexTables
@@ -238,6 +240,7 @@ class SQLiteStore(
         quota: int,
         *,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> WriteResult:
         admit(memory)
         with self._tx() as c:
@@ -266,6 +269,7 @@ class SQLiteStore(
                         details={"quota": quota, "live": count},
                     )
             key, terms = self._write_version(c, ref, memory, vector, embedding_key, by)
+            mirror_in(c, ref, memory, graph, memory.recorded_at)  # GRAPH-1: same transaction
             generation = self._bump(c, ref, 1 if live else 0)
             self._log(c, ref, generation, key, None)
             self._cache_add(ref, generation, key, memory, None, vector, terms)
@@ -283,12 +287,14 @@ class SQLiteStore(
         quota: int,
         *,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> MemoryVersion:
         admit(change)
         with self._tx() as c:
             return self._append(
-                c, ref, memory_id, change, expected_version, vector, embedding_key, now, quota, by
-            )
+                c, ref, memory_id, change, expected_version, vector, embedding_key, now, quota, by,
+                graph,
+            )  # fmt: skip
 
     def supersede(
         self,
@@ -348,6 +354,7 @@ class SQLiteStore(
         now: datetime,
         quota: int,
         by: Actor,
+        graph: GraphDraft | None = None,
     ) -> MemoryVersion:
         row = self._current_row(c, ref, memory_id)
         if row is None:
@@ -376,6 +383,7 @@ class SQLiteStore(
             vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
             new = replace(new, embedding_model=current.embedding_model)
         key, terms = self._write_version(c, ref, new, vector, embedding_key, by)
+        mirror_in(c, ref, new, same_text(graph, current, new), now)  # GRAPH-1
         generation = self._bump(c, ref, int(is_live) - int(was_live))
         self._log(c, ref, generation, key, row["key"])
         self._cache_retire(ref, row["key"], end)

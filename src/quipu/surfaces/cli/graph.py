@@ -1,6 +1,6 @@
-"""`quipu graph recall|facts|ontology`: the entity graph (GRAPH-1) from the shell, on a store
-(a file or a ``postgresql://`` URL), as the trusted local principal. Output is JSON; errors
-print their stable code and exit 1."""
+"""`quipu graph recall|facts|ontology|backfill|merge|revert|history`: the entity graph
+(GRAPH-1) from the shell, on a store (a file or a ``postgresql://`` URL), as the trusted local
+principal. Output is JSON; errors print their stable code and exit 1."""
 
 from __future__ import annotations
 
@@ -155,3 +155,96 @@ def placement(
         )
 
     _run(db, config, act)
+
+
+@graph.command("backfill")
+def backfill_command(
+    db: Db = None,
+    config: Config = None,
+    scope: Annotated[
+        str | None, typer.Option(help="Only this scope (agent, user, agent_user, tenant).")
+    ] = None,
+    tenant: Annotated[
+        str | None, typer.Option(help="Only this tenant (default: every tenant).")
+    ] = None,
+    every: Annotated[int, typer.Option(help="Print progress every N memories.")] = 500,
+) -> None:
+    """Read the memories already stored into the entity graph: every current active memory
+    with no graph rows yet (idempotent; run it again to resume an interrupted run)."""
+    from quipu.composition import build_service
+    from quipu.core import validate
+    from quipu.core.records import Scope as ScopeName
+    from quipu.graph.backfill import BackfillReport, backfill
+    from quipu.graph.service import GraphService
+
+    settings = settings_or_exit(db, config)
+    try:
+        which = None if scope is None else validate.enum(ScopeName, scope, field="scope")
+        service = build_service(settings)
+    except QuipuError as exc:
+        fail(exc, 2)
+
+    def show(report: BackfillReport) -> None:
+        err.print(escape(json.dumps(report.to_dict())))
+
+    try:
+        done = backfill(
+            GraphService(service), tenant, scope=which, progress=show, every=max(1, every)
+        )
+        typer.echo(json.dumps(done.to_dict(), indent=2))
+    finally:
+        service.close()
+        service.store.close()
+
+
+Reason = Annotated[str | None, typer.Option(help="Why (kept in the audit log).")]
+
+
+@graph.command("merge")
+def merge_command(
+    keep: str,
+    merge: str,
+    db: Db = None,
+    config: Config = None,
+    scope: Scope = "agent",
+    reason: Reason = None,
+) -> None:
+    """Merge entity MERGE into entity KEEP (entity ids): a new version of KEEP; reversible."""
+    from quipu.graph.merges import GraphMerges
+
+    _run(
+        db,
+        config,
+        lambda g: GraphMerges(g.service).merge(
+            g.principal, keep, merge, scope=scope, reason=reason
+        ),
+    )
+
+
+@graph.command("revert")
+def revert_command(
+    merge_id: str,
+    db: Db = None,
+    config: Config = None,
+    scope: Scope = "agent",
+    reason: Reason = None,
+) -> None:
+    """Undo the entity merge MERGE_ID: the merged entity returns with its facts and mentions."""
+    from quipu.graph.merges import GraphMerges
+
+    _run(
+        db,
+        config,
+        lambda g: GraphMerges(g.service).revert(g.principal, merge_id, scope=scope, reason=reason),
+    )
+
+
+@graph.command("history")
+def history_command(
+    entity: str, db: Db = None, config: Config = None, scope: Scope = "agent"
+) -> None:
+    """The old versions of ENTITY (an entity id), oldest first: what each merge or revert
+    replaced."""
+    from quipu.graph.merges import GraphMerges
+
+    _run(db, config, lambda g: GraphMerges(g.service).history(g.principal, entity, scope=scope))

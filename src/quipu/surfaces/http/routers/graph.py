@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 
 from quipu.core.records import Principal
+from quipu.graph.merges import GraphMerges
 from quipu.graph.service import GraphService
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
@@ -92,3 +93,39 @@ def graph_ontology(graph: Graph, who: Who) -> SafeJSONResponse:
 )
 def graph_declare(body: DeclareBody, graph: Graph, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse(graph.declare(who, types=body.types, predicates=body.predicates))
+
+
+class MergeBody(Body):
+    keep: str = Field(description="The entity id that stays (gets a new version).")
+    merge: str = Field(description="The entity id folded into it.")
+    scope: str = Field("agent", description="The one scope both entities are in.")
+    reason: str | None = Field(None, description="Why (kept in the audit log).")
+
+
+class RevertBody(Body):
+    scope: str = Field("agent", description="The scope the merge was made in.")
+    reason: str | None = Field(None, description="Why (kept in the audit log).")
+
+
+@router.post("/graph/merges", summary="Merge one entity into another (versioned, reversible)")
+def graph_merge(body: MergeBody, graph: Graph, who: Who) -> SafeJSONResponse:
+    answer = GraphMerges(graph).merge(
+        who, body.keep, body.merge, scope=body.scope, reason=body.reason
+    )
+    return SafeJSONResponse(answer, status_code=201)
+
+
+@router.post("/graph/merges/{merge_id}/revert", summary="Undo an entity merge")
+def graph_merge_revert(
+    merge_id: str, graph: Graph, who: Who, body: RevertBody | None = None
+) -> SafeJSONResponse:
+    found = body or RevertBody()
+    answer = GraphMerges(graph).revert(who, merge_id, scope=found.scope, reason=found.reason)
+    return SafeJSONResponse(answer)
+
+
+@router.get("/graph/entities/{entity_id}/history", summary="An entity's old versions")
+def graph_entity_history(
+    entity_id: str, graph: Graph, who: Who, scope: ScopeParam = "agent"
+) -> SafeJSONResponse:
+    return SafeJSONResponse(GraphMerges(graph).history(who, entity_id, scope=scope))
