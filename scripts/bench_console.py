@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import sys
 import tempfile
@@ -101,25 +102,33 @@ def seed(db: str, rows: int) -> dict[str, str]:
 
 def seed_graph(store: Any, service: MemoryService, memories: list[Any]) -> None:
     """The subject's entity graph: every memory read by the extractor, as a write would, plus
-    :data:`GRAPH_PEOPLE` people, each named by one memory with a workplace (a fact), so the
-    entities list has pages to turn."""
+    :data:`GRAPH_PEOPLE` people with random names, each named by one memory with one of 40
+    workplaces (a fact), so the entities list has pages to turn."""
     graph = GraphService(service)
     for memory in memories:
         graph.observe(memory)
     ref = ScopeRef("acme", Scope.AGENT, OWNER)
+    rng = random.Random(29)
+    firms = [_word(rng) + " Ltd" for _ in range(40)]
     for n in range(min(GRAPH_PEOPLE, len(memories))):
         memory = memories[n]
         source = Source(memory.id, 1, memory.valid_at, None, "bench", None)
+        # random names: resolution folds near spellings together, so no shared stem
+        person = f"{_word(rng)} {_word(rng)}"
         store.graph_write(
             ref,
             Extraction(
-                (Mention(f"Person{n:05d} Bench", "person"), Mention(f"Firm{n % 40} Ltd", "other")),
+                (Mention(person, "person"), Mention(firms[n % 40], "organisation")),
                 (FactDraft(0, "works_at", 1),),
             ),
             source,
             datetime.now(UTC),
             Ontology(),
         )
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou") for _ in range(3)).title()
 
 
 def signed_in(url: str, secret: str, tenant: str | None = None) -> tuple[httpx.Client, str]:

@@ -72,9 +72,11 @@ class GraphReads:
         columns = ", ".join(f"e.{c.strip()}" for c in _ENTITY.split(","))
         with self._conn() as conn:
             rows = conn.execute(
-                f"SELECT {columns}, {counted} AS facts FROM graph_entities e"
+                # the page first, then the counts of its rows only (not of every entity sorted)
+                f"SELECT {columns}, {counted} AS facts FROM (SELECT * FROM graph_entities e"
                 f" WHERE {' AND '.join(where)} AND {_NAMED}"
-                " ORDER BY e.last_seen DESC, e.entity_id DESC LIMIT %s",
+                " ORDER BY e.last_seen DESC, e.entity_id DESC LIMIT %s) e"
+                " ORDER BY e.last_seen DESC, e.entity_id DESC",
                 (*args, limit),
             ).fetchall()
         return decode_rows(lambda r: (_entity(r), int(r[9])), rows, lambda r: r[0])

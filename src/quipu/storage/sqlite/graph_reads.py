@@ -75,9 +75,11 @@ class GraphReads:
         rows = (
             self._reader()
             .execute(
-                f"SELECT {columns}, {counted} AS facts FROM graph_entities e"
+                # the page first, then the counts of its rows only (not of every entity sorted)
+                f"SELECT {columns}, {counted} AS facts FROM (SELECT * FROM graph_entities e"
                 f" WHERE {' AND '.join(where)} AND {_NAMED}"
-                " ORDER BY e.last_seen DESC, e.entity_id DESC LIMIT ?",
+                " ORDER BY e.last_seen DESC, e.entity_id DESC LIMIT ?) e"
+                " ORDER BY e.last_seen DESC, e.entity_id DESC",
                 (*args, limit),
             )
             .fetchall()
