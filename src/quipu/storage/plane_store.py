@@ -13,6 +13,7 @@ from quipu.core.auth import AuditEvent
 from quipu.core.documents import Chunk, Document, StoredChunk
 from quipu.core.graph import Entity, Extraction, Fact, Ontology
 from quipu.core.graph import Source as GraphSource
+from quipu.core.graph_links import GraphLinks
 from quipu.core.jobs import Job
 from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.kv import KVChange, KVEntry
@@ -317,3 +318,10 @@ class PlaneStore(Protocol):
     ) -> None:
         """Declare an entity type (``kind`` "type") or a single-valued predicate
         (``kind`` "predicate") for the tenant; declaring again changes nothing."""
+
+    def graph_links(
+        self, ref: ScopeRef, keys: Sequence[int], names: Sequence[str], fanout: int
+    ) -> GraphLinks:
+        """Recall's multi-hop read (issue 26): the entities the memory rows ``keys`` name, the
+        entities whose folded name or alias is in ``names``, how many memories name each, and
+        the current active rows naming each entity that at most ``fanout`` memories name."""

@@ -43,6 +43,7 @@ from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.graph import GraphTables
+from quipu.storage.postgres.graph_links import GraphLinkReads
 from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.index import IndexTables
 from quipu.storage.postgres.knowledge import KnowledgeTables
@@ -95,6 +96,7 @@ class PostgresStore(
     SessionViews,
     IndexTables,
     GraphTables,
+    GraphLinkReads,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 

@@ -44,6 +44,7 @@ from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
 from quipu.storage.sqlite.graph import GraphTables
+from quipu.storage.sqlite.graph_links import GraphLinkReads
 from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.index import IndexTables
 from quipu.storage.sqlite.knowledge import KnowledgeTables
@@ -84,6 +85,7 @@ class SQLiteStore(
     SessionViews,
     IndexTables,
     GraphTables,
+    GraphLinkReads,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
