@@ -28,6 +28,7 @@ from quipu.evals.ingest import IngestStats, remember_turn
 from quipu.evals.metrics import QuestionResult, score_question, sessions_from_ranked_turns
 from quipu.evals.public_bench import SCOPE, Haystack, locomo_haystacks, longmemeval_haystacks
 from quipu.evals.vector_cache import CachedEmbedder
+from quipu.retrieval import graph_signal
 
 DATA = {
     "locomo": "../shared/data/locomo/locomo10.json",
@@ -45,9 +46,23 @@ def _value(text: str) -> Any:
 
 
 def _variant(spec: str) -> dict[str, Any]:
+    """Settings of a variant; ``lab.NAME=VALUE`` sets a constant of
+    :mod:`quipu.retrieval.graph_signal` instead (reset to its default for the next variant)."""
     if spec == "base":
         return {}
     return {k: _value(v) for k, v in (part.split("=", 1) for part in spec.split(","))}
+
+
+_DEFAULTS = {name: getattr(graph_signal, name) for name in ("RELATIVE", "SEED_ROWS", "NEW_ROWS")}
+
+
+def _lab(overrides: dict[str, Any]) -> dict[str, Any]:
+    for name, value in _DEFAULTS.items():
+        setattr(graph_signal, name, value)
+    for key in [k for k in overrides if k.startswith("lab.")]:
+        value = overrides.pop(key)
+        setattr(graph_signal, key[4:], bool(value) if key == "lab.RELATIVE" else value)
+    return overrides
 
 
 def _ingest(h: Haystack, path: Path, embedder: CachedEmbedder) -> dict[str, list[str]]:
@@ -104,7 +119,7 @@ def main() -> None:
     latency: dict[str, list[float]] = {}
     cats: dict[str, str] = {}
     for spec in args.variants:
-        overrides = _variant(spec)
+        overrides = _lab(_variant(spec))
         scores: dict[str, dict[str, float]] = {}
         times: list[float] = []
         for h in haystacks:

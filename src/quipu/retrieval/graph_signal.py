@@ -37,6 +37,8 @@ from quipu.graph.query import query_names
 SEED_ROWS = 10
 #: Rows the signal may add to the candidates, best first.
 NEW_ROWS = 50
+#: Scores over the best row's (True) or as the weight reaching the row, at most 1 (False).
+RELATIVE = True
 
 
 def query_keys(text: str) -> list[str]:
@@ -81,6 +83,8 @@ def spread(links: GraphLinks, seeds: dict[int, float]) -> dict[int, float]:
             others = len(rows) - 1 if own else len(rows)
             if total - own > 0 and others > 0:
                 score[key] = score.get(key, 0.0) + (total - own) / len(rows)
+    if not RELATIVE:
+        return {key: min(1.0, value) for key, value in score.items() if value > 0}
     best = max(score.values(), default=0.0)
     if best <= 0:
         return {}
