@@ -12,16 +12,28 @@ from quipu.core.graph_links import GraphLinks
 from quipu.core.records import ScopeRef
 
 _PART = "e.tenant_id = ? AND e.scope = ? AND e.owner = ?"
-#: An entity with its mentions (``e``, ``g``).
+#: An entity with its mentions (``e``, ``g``). SQLite joins a CROSS JOIN in the order written:
+#: from the entities by folded name, each one's mentions by key prefix.
 _NAMED = (
-    "graph_entities e JOIN graph_mentions g ON g.tenant_id = e.tenant_id AND g.scope = e.scope"
-    " AND g.owner = e.owner AND g.entity_id = e.entity_id"
+    "graph_entities e CROSS JOIN graph_mentions g ON g.tenant_id = e.tenant_id"
+    " AND g.scope = e.scope AND g.owner = e.owner AND g.entity_id = e.entity_id"
 )
 #: ... and the current active memory row of each mention (``m``).
 _ROWS = (
-    f"{_NAMED} JOIN memory_versions m ON m.tenant_id = g.tenant_id AND m.id = g.memory_id"
+    f"{_NAMED} CROSS JOIN memory_versions m ON m.tenant_id = g.tenant_id AND m.id = g.memory_id"
     " AND m.is_current = 1 AND m.status = 'active'"
 )
+#: From memory rows by key to the entities they name: each row by key, its mentions by memory
+#: id (its index named: without statistics SQLite would scan the partition's mentions),
+#: their entities by key.
+_NAMES_OF = (
+    "memory_versions m CROSS JOIN graph_mentions g INDEXED BY graph_mentions_memory"
+    " ON g.tenant_id = m.tenant_id AND g.memory_id = m.id AND g.scope = m.scope"
+    " AND g.owner = m.owner"
+    " CROSS JOIN graph_entities e ON e.tenant_id = g.tenant_id AND e.scope = g.scope"
+    " AND e.owner = g.owner AND e.entity_id = g.entity_id"
+)
+_ROW_PART = "m.tenant_id = ? AND m.scope = ? AND m.owner = ?"
 
 
 def _marks(items: Sequence[object]) -> str:
@@ -42,8 +54,9 @@ class GraphLinkReads:
         c = self._reader()
         row_nodes: dict[int, set[str]] = {}
         for key, node in c.execute(
-            f"SELECT m.key, e.folded FROM {_ROWS} WHERE {_PART} AND m.key IN ({_marks(keys)})",
-            (*part, *keys),
+            f"SELECT m.key, e.folded FROM {_NAMES_OF} WHERE m.key IN ({_marks(keys)})"
+            f" AND m.is_current = 1 AND m.status = 'active' AND {_ROW_PART}",
+            (*keys, *part),
         ):
             row_nodes.setdefault(int(key), set()).add(str(node))
         asked = sorted(
