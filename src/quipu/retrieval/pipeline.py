@@ -11,7 +11,9 @@ The stages, in order (docs/architecture.md, "Recall pipeline"):
 2. :meth:`~RecallPipeline._embed_query` — the search vector (or the full-text fallback);
 3. candidates — vector kNN and keyword search side by side, exact alias and text matches;
 4. :meth:`~RecallPipeline._fuse` — score (or rank) fusion with the temporal boost and the
-   session aggregate, then one feedback pass (:meth:`~RecallPipeline._feedback_vector`);
+   session aggregate; with ``graph_weight``, :meth:`~RecallPipeline._graph_pass` (the entity
+   graph's multi-hop signal, :mod:`quipu.retrieval.graph_signal`); then one feedback pass
+   (:meth:`~RecallPipeline._feedback_vector`);
 5. :meth:`~RecallPipeline._rerank` — the optional session cross-encoder;
 6. :meth:`~RecallPipeline._shape` — rows loaded in growing windows, filters re-checked, one
    row per family, cut at ``k``;
