@@ -385,6 +385,24 @@ class Settings(BaseModel):
         "the `onnx` package. Empty: a SQLite database's index folder (<database>-index/); "
         "none for PostgreSQL.",
     )
+    graph_weight: float = Field(
+        0.0,
+        ge=0,
+        le=2,
+        description="Multi-hop recall through the entity graph (issue 26): the first ranking's "
+        "top memories and the entities the query names spread weight over the entities they "
+        "mention to the other memories naming them (a two-step personalised PageRank over the "
+        "entity-memory graph); a memory gains this weight times its share of that spread and "
+        "may enter the candidates through it. 0 (the default) turns it off "
+        "(docs/graph.md, docs/benchmarks.md).",
+    )
+    graph_share: float = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="For `graph_weight`: an entity named by more than this share of the "
+        "scope's memories (a hub, such as the user or a speaker) passes no weight.",
+    )
 
     @field_validator("*")
     @classmethod

@@ -39,6 +39,8 @@ class Limits:
     rerank_weight: float = 2.0
     recall_concurrency: int | None = None  # None: no bound
     document_job_chars: int = 100_000
+    graph_weight: float = 0.0
+    graph_share: float = 0.05
 
     @classmethod
     def from_settings(cls, s: Settings, *, cpus: int = 1, embedded: bool = True) -> Limits:

@@ -30,6 +30,8 @@ RANKING_SETTINGS = (
     "rerank_weight",
     "rrf_k",
     "max_k",
+    "graph_weight",
+    "graph_share",
 )
 
 

@@ -11,7 +11,9 @@ The stages, in order (docs/architecture.md, "Recall pipeline"):
 2. :meth:`~RecallPipeline._embed_query` — the search vector (or the full-text fallback);
 3. candidates — vector kNN and keyword search side by side, exact alias and text matches;
 4. :meth:`~RecallPipeline._fuse` — score (or rank) fusion with the temporal boost and the
-   session aggregate, then one feedback pass (:meth:`~RecallPipeline._feedback_vector`);
+   session aggregate; with ``graph_weight``, :meth:`~RecallPipeline._graph_pass` (the entity
+   graph's multi-hop signal, :mod:`quipu.retrieval.graph_signal`); then one feedback pass
+   (:meth:`~RecallPipeline._feedback_vector`);
 5. :meth:`~RecallPipeline._rerank` — the optional session cross-encoder;
 6. :meth:`~RecallPipeline._shape` — rows loaded in growing windows, filters re-checked, one
    row per family, cut at ``k``;
@@ -38,7 +40,7 @@ from quipu.core.records import MemoryVersion, ScopeRef, Status
 from quipu.core.text import content_hash, fold
 from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable
-from quipu.retrieval import focus
+from quipu.retrieval import focus, graph_signal
 from quipu.retrieval.fusion import rrf, score_fusion, session_aggregate
 from quipu.retrieval.rerank import CrossEncoder, rerank_sessions
 from quipu.retrieval.temporal import query_windows, window_filters
@@ -121,6 +123,8 @@ class RecallPipeline:
         self.limits = limits
         self.reranker = reranker
         self._clock = clock
+        #: The entity graph, when the port holds one (the memory store): ``graph_weight``.
+        self.graph = port if isinstance(port, graph_signal.GraphPort) else None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         slots = limits.recall_concurrency
@@ -191,6 +195,10 @@ class RecallPipeline:
         exact = self.port.exact_candidates(ref, fold(text), content_hash(text))
         fused = self._fuse(ref, text, vector, flt, depth, lists, cache)
         timings["fuse_ms"] = _ms(mark)
+        if self.graph is not None and self.limits.graph_weight > 0 and fused:
+            mark = time.perf_counter()
+            fused = self._graph_pass(ref, text, vector, flt, depth, lists, cache, fused)
+            timings["graph_ms"] = _ms(mark)
         if vector is not None and self.limits.feedback_weight > 0 and self.limits.fusion != "rrf":
             mark = time.perf_counter()
             top = self.port.vectors_of(ref, [key for key, _, _ in fused[:_FEEDBACK_DEPTH]])
@@ -198,7 +206,7 @@ class RecallPipeline:
             if second is not None:
                 pool = list(dict.fromkeys(c.key for found in lists.values() for c in found))
                 near = self.port.similarities(ref, pool, second)
-                lists["semantic"] = _ranked(near, depth)
+                lists["semantic"] = _ranked(near, depth + len(cache.graph_rows))
                 fused = self._fuse(ref, text, second, flt, depth, lists, cache)
             timings["feedback_ms"] = _ms(mark)
         reranked = False
@@ -292,6 +300,8 @@ class RecallPipeline:
             weight_text=self.limits.weight_text,
             boosts=self._temporal_boosts(ref, text, vector, flt, depth, lists, cache),
         )
+        if cache.graph:
+            fused = graph_signal.apply(fused, cache.graph)
         if self.limits.session_weight > 0 and fused:
             sessions = self._sessions(ref, [key for key, _, _ in fused], cache)
             fused = session_aggregate(
@@ -300,6 +310,42 @@ class RecallPipeline:
                 weight=self.limits.session_weight,
             )
         return fused
+
+    def _graph_pass(
+        self,
+        ref: ScopeRef,
+        text: str,
+        vector: Vector | None,
+        flt: Filters,
+        depth: int,
+        lists: dict[str, list[Candidate]],
+        cache: _RecallCache,
+        fused: Fused,
+    ) -> Fused:
+        """The ranking again with the entity graph's multi-hop signal
+        (:mod:`quipu.retrieval.graph_signal`): rows linked to the first hits and to the
+        query's entities through the entities they name gain, and may join the candidates."""
+        assert self.graph is not None
+        rows, _ = self.port.key_frequencies(ref, [])
+        links = self.graph.graph_links(
+            ref,
+            [key for key, _, _ in fused[: graph_signal.SEED_ROWS]],
+            graph_signal.query_keys(text),
+            graph_signal.fanout(rows, self.limits.graph_share),
+        )
+        scores = graph_signal.spread(links, graph_signal.seed_weights(fused))
+        if not scores:
+            return fused
+        cache.graph = graph_signal.boosts(scores, self.limits.graph_weight)
+        known = {c.key for found in lists.values() for c in found}
+        fresh = graph_signal.new_rows(scores, known)
+        cache.graph_rows = fresh
+        if fresh and vector is not None:
+            near = self.port.similarities(ref, fresh, vector)
+            lists["semantic"] = [*lists.get("semantic", []), *_ranked(near, len(fresh))]
+        elif fresh:
+            lists["text"] = [*lists["text"], *(Candidate(key, 0.0) for key in fresh)]
+        return self._fuse(ref, text, vector, flt, depth, lists, cache)
 
     def _temporal_boosts(
         self,
@@ -458,6 +504,10 @@ class _RecallCache:
     """Session id of each candidate looked up (None: written outside a session)."""
     keyword_inside: dict[int, list[Candidate]] = field(default_factory=dict)
     """Keyword candidates inside each date window the query names, by window."""
+    graph: dict[int, float] = field(default_factory=dict)
+    """What each row gains from the entity graph (``graph_weight``), for both passes."""
+    graph_rows: list[int] = field(default_factory=list)
+    """Rows the entity graph brought into the candidates (kept by the feedback pass)."""
 
     def learn(self, info: SearchInfo) -> None:
         """Keep the sessions a search read with its rows (no ``sessions_of`` for those)."""

@@ -14,6 +14,7 @@ from quipu.core.auth import AuditEvent
 from quipu.core.documents import Chunk, Document, StoredChunk
 from quipu.core.graph import Entity, Extraction, Fact, Ontology
 from quipu.core.graph import Source as GraphSource
+from quipu.core.graph_links import GraphLinks
 from quipu.core.jobs import Job
 from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
 from quipu.core.kv import KVChange, KVEntry
@@ -401,3 +402,10 @@ class PlaneStore(Protocol):
 
     def graph_entity_history(self, ref: ScopeRef, entity_id: str) -> list[dict[str, Any]]:
         """The entity's old versions, oldest first."""
+
+    def graph_links(
+        self, ref: ScopeRef, keys: Sequence[int], names: Sequence[str], fanout: int
+    ) -> GraphLinks:
+        """Recall's multi-hop read (issue 26): the entities the memory rows ``keys`` name, the
+        entities whose folded name or alias is in ``names``, how many memories name each, and
+        the current active rows naming each entity that at most ``fanout`` memories name."""

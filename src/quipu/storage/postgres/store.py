@@ -46,6 +46,7 @@ from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
 from quipu.storage.postgres.governance import GovernanceTables
 from quipu.storage.postgres.graph import GraphTables, mirror_in
+from quipu.storage.postgres.graph_links import GraphLinkReads
 from quipu.storage.postgres.graph_reads import GraphReads
 from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.index import IndexTables
@@ -102,6 +103,7 @@ class PostgresStore(
     GraphTables,
     PlacementTables,
     GraphReads,
+    GraphLinkReads,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 

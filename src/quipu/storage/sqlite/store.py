@@ -47,6 +47,7 @@ from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
 from quipu.storage.sqlite.governance import GovernanceTables
 from quipu.storage.sqlite.graph import GraphTables, mirror_in
+from quipu.storage.sqlite.graph_links import GraphLinkReads
 from quipu.storage.sqlite.graph_reads import GraphReads
 from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.index import IndexTables
@@ -91,6 +92,7 @@ class SQLiteStore(
     GraphTables,
     PlacementTables,
     GraphReads,
+    GraphLinkReads,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 
