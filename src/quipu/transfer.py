@@ -230,13 +230,10 @@ def _decode_credential(row: dict[str, Any]) -> tuple[Credential, str]:
 
 
 def _said(turn: dict[str, Any]) -> datetime | None:
-    """A turn's ``observed_at`` (issue 24): ``None`` when the file has none or it equals
-    ``created_at`` (an export writes the append time there when the caller gave none)."""
+    """A turn's ``observed_at`` (issue 24) as the file has it (``None`` when it has none): the
+    moved store answers exactly what the old one did (OPS-2)."""
     raw = turn.get("observed_at")
-    if raw is None:
-        return None
-    said = _at(raw)
-    return None if said == _at(turn["created_at"]) else said
+    return None if raw is None else _at(raw)
 
 
 def _decode_session(row: dict[str, Any]) -> PortableSession:

@@ -197,6 +197,7 @@ def test_mem_002_session_export_and_import_keep_each_turns_observed_at(
         *(SAID + timedelta(minutes=i) for i in range(len(CHAT))),
         plain.created_at,
     ]
-    assert read[-1].observed_at is None  # an append-time turn stays one
+    # an append-time turn reads as it did before the move (OPS-2: the same answers)
+    assert read[-1].observed_at == source.sessions.history(alice, "s1")[-1].observed_at
     source.close()
     target.close()

@@ -44,6 +44,14 @@ NO_JSON_FLAG = {
     "quipu graph recall",
     "quipu graph facts",
     "quipu graph ontology",
+    "quipu graph placement",
+    "quipu graph backfill",
+    "quipu graph merge",
+    "quipu graph revert",
+    "quipu graph history",
+    "quipu sessions append",
+    "quipu sessions history",
+    "quipu sessions promote",
 }
 
 

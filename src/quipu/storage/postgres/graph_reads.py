@@ -27,7 +27,9 @@ _NAMED = (
     " memory_versions m WHERE m.tenant_id = g.tenant_id AND m.id = g.memory_id"
     " AND m.is_current AND m.status = 'active'))"
 )
-_SAME = "f.tenant_id = e.tenant_id AND f.scope = e.scope AND f.owner = e.owner"
+#: The counted facts' partition, as constants: under Citus a correlated subquery over the
+#: page (a derived table) is routed to the tenant's shard only when it names the tenant itself.
+_SAME = "f.tenant_id = %s AND f.scope = %s AND f.owner = %s"
 
 
 def _count(column: str, extra: str, cap: int) -> str:
@@ -54,7 +56,8 @@ class GraphReads:
         count_cap: int,
     ) -> list[tuple[Entity, int]]:
         where = ["e.tenant_id = %s AND e.scope = %s AND e.owner = %s"]
-        args: list[object] = [ref.tenant_id, ref.scope.value, ref.owner]
+        part = (ref.tenant_id, ref.scope.value, ref.owner)
+        args: list[object] = list(part)
         if types:
             where.append("e.type = ANY(%s)")
             args.append(list(types))
@@ -77,7 +80,7 @@ class GraphReads:
                 f" WHERE {' AND '.join(where)} AND {_NAMED}"
                 " ORDER BY e.last_seen DESC, e.entity_id DESC LIMIT %s) e"
                 " ORDER BY e.last_seen DESC, e.entity_id DESC",
-                (*args, limit),
+                (*part, *part, *args, limit),
             ).fetchall()
         return decode_rows(lambda r: (_entity(r), int(r[9])), rows, lambda r: r[0])
 

@@ -106,3 +106,17 @@ class GraphOntologyOut(_Open):
 
 class ArticlePageOut(_Open):
     """A page of article summaries (no bodies), by id: ``items`` and ``next_cursor``."""
+
+
+class GraphMergeOut(_Open):
+    """An entity merge (GRAPH-1): the kept ``entity`` as it is now, its new ``version`` and the
+    merge record (``merge_id``, ``kept_id``, ``merged_id``, ``merged_name``, ``merged_at``,
+    ``merged_by``, ``reason``, ``reverted_at``, ``kept_version``)."""
+
+
+class GraphRevertOut(_Open):
+    """A reverted merge: ``merge_id``, the kept ``entity`` now and the ``restored`` entity."""
+
+
+class GraphEntityHistoryOut(_Open):
+    """An entity's old versions, oldest first: ``entity_id`` and ``versions``."""

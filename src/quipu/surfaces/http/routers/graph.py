@@ -15,7 +15,13 @@ from quipu.graph.merges import GraphMerges
 from quipu.graph.service import GraphService
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
-from quipu.surfaces.http.plane_responses import GraphAnswerOut, GraphOntologyOut
+from quipu.surfaces.http.plane_responses import (
+    GraphAnswerOut,
+    GraphEntityHistoryOut,
+    GraphMergeOut,
+    GraphOntologyOut,
+    GraphRevertOut,
+)
 from quipu.surfaces.http.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["graph"])
@@ -107,7 +113,12 @@ class RevertBody(Body):
     reason: str | None = Field(None, description="Why (kept in the audit log).")
 
 
-@router.post("/graph/merges", summary="Merge one entity into another (versioned, reversible)")
+@router.post(
+    "/graph/merges",
+    response_model=GraphMergeOut,
+    status_code=201,
+    summary="Merge one entity into another (versioned, reversible)",
+)
 def graph_merge(body: MergeBody, graph: Graph, who: Who) -> SafeJSONResponse:
     answer = GraphMerges(graph).merge(
         who, body.keep, body.merge, scope=body.scope, reason=body.reason
@@ -115,7 +126,9 @@ def graph_merge(body: MergeBody, graph: Graph, who: Who) -> SafeJSONResponse:
     return SafeJSONResponse(answer, status_code=201)
 
 
-@router.post("/graph/merges/{merge_id}/revert", summary="Undo an entity merge")
+@router.post(
+    "/graph/merges/{merge_id}/revert", response_model=GraphRevertOut, summary="Undo an entity merge"
+)
 def graph_merge_revert(
     merge_id: str, graph: Graph, who: Who, body: RevertBody | None = None
 ) -> SafeJSONResponse:
@@ -124,7 +137,11 @@ def graph_merge_revert(
     return SafeJSONResponse(answer)
 
 
-@router.get("/graph/entities/{entity_id}/history", summary="An entity's old versions")
+@router.get(
+    "/graph/entities/{entity_id}/history",
+    response_model=GraphEntityHistoryOut,
+    summary="An entity's old versions",
+)
 def graph_entity_history(
     entity_id: str, graph: Graph, who: Who, scope: ScopeParam = "agent"
 ) -> SafeJSONResponse:
