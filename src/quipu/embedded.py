@@ -6,8 +6,10 @@ case with identity filled in; the HTTP client of the multi-tenant server mirrors
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -543,4 +545,22 @@ def open(
     runtime = build_runtime(resolved, service, extractor=parts.get("extractor"))
     if resolved.worker_embedded:
         runtime.worker.start()
-    return Quipu(runtime, local_principal(resolved))
+    client = Quipu(runtime, local_principal(resolved))
+    _close_at_exit(client)
+    return client
+
+
+def _close_at_exit(client: Quipu) -> None:
+    """Close ``client`` when the interpreter exits if its owner did not: its background threads
+    (search pool, usage recorder, worker) then stop before the runtime tears down the native
+    libraries under them, where a thread still inside ONNX Runtime aborted the process
+    ("terminate called without an active exception", exit status 134, about one exit in six).
+    Held by a weak reference, so an abandoned client is still collected."""
+    found = weakref.ref(client)
+
+    def close() -> None:
+        alive = found()
+        if alive is not None:
+            alive.close()
+
+    atexit.register(close)
