@@ -179,3 +179,23 @@ def test_doc_graph_006_a_large_document_feeds_the_graph_through_its_ingest_job(
         for v in graph.facts(alice, "Atlas Router X2").facts
     } == {queued["document_id"]}
     assert [v.fact.predicate for v in graph.facts(alice, "Marta Klein").facts] == ["works_at"]
+
+
+def test_doc_graph_007_hostile_entity_metadata_leaves_the_scope_whole(
+    docs: DocumentService, graph: GraphService, service: MemoryService, alice: Principal
+) -> None:
+    """Hostile ``metadata.entity`` (lone surrogate, NUL, deep JSON, oversized) is a 4xx with
+    nothing stored, and the scope still lists, searches, recalls and exports afterwards."""
+    deep: object = "x"
+    for _ in range(40):
+        deep = {"name": deep}
+    for entity in ({"name": "Atlas\ud800"}, {"name": "A\x00"}, deep, {"name": "y" * 100_000}):
+        with pytest.raises(InvalidInput):
+            _add(docs, alice, metadata={"entity": entity})
+    service.remember(alice, "Marta Klein works at Nordwind Labs.")
+    added = _add(docs, alice, metadata=ENTITY)
+    assert [d["id"] for d in docs.list(alice)["items"]] == [added["document"]["id"]]
+    assert docs.search(alice, "who designed the router")["results"]
+    assert service.recall(alice, "Where does Marta work?").results
+    assert [m.text for m, _ in service.export(ADMIN)] == ["Marta Klein works at Nordwind Labs."]
+    assert graph.facts(alice, "Atlas Router X2").facts
