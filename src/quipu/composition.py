@@ -307,8 +307,11 @@ def build_runtime(
         cache_seconds=settings.index_cache_seconds,
         expiry_days=settings.index_expiry_days,
     )
-    worker = handlers.build_worker(settings, service, queue, extractor, governance, index)
-    harvest = Harvester(service, extractor, capacity=settings.harvest_queue_size)
+    # HARVEST-1: batches are durable jobs run by the worker (its own thread stays off)
+    harvest = Harvester(
+        service, extractor, capacity=settings.harvest_queue_size, queue=queue, run_jobs=False
+    )
+    worker = handlers.build_worker(settings, service, queue, extractor, governance, index, harvest)
     return Runtime(service, sessions, queue, worker, governance, index, harvest)
 
 

@@ -10,6 +10,7 @@ from quipu.consolidation.jobs import CONSOLIDATE_INDEX, SWEEP_INDEXES, IndexJobs
 from quipu.documents import DocumentService
 from quipu.extraction.base import Extractor
 from quipu.governance import ERASE_SUBJECT, GovernanceService
+from quipu.harvest import HARVEST_BATCH, Harvester
 from quipu.jobs.backfill import embed_pending
 from quipu.jobs.ingest import INGEST_DOCUMENT, DocumentIngest
 from quipu.jobs.promotion import EMBED_PENDING, Promoter, PromotionConfig, sweep
@@ -35,9 +36,11 @@ def build_worker(
     extractor: Extractor,
     governance: GovernanceService | None = None,
     index: IndexService | None = None,
+    harvest: Harvester | None = None,
 ) -> Worker:
     """The worker of every job kind; ``governance`` adds subject erasure (LIFE-4), ``index``
-    the memory index's sweep and rebuilds (CONSOL-1, CONSOL-5)."""
+    the memory index's sweep and rebuilds (CONSOL-1, CONSOL-5), ``harvest`` the durable harvest
+    batches (HARVEST-1)."""
     promoter = Promoter(
         service.for_jobs(),
         extractor,
@@ -108,4 +111,6 @@ def build_worker(
         handlers[SWEEP_INDEXES] = jobs.sweep
         handlers[CONSOLIDATE_INDEX] = jobs.consolidate
         periodic += (Periodic(SWEEP_INDEXES, interval),)
+    if harvest is not None:
+        handlers[HARVEST_BATCH] = harvest.run
     return Worker(queue, handlers, periodic=periodic)

@@ -425,3 +425,13 @@ class Store(PlaneStore, Protocol):
         self, tenant_id: str | None
     ) -> Iterator[tuple[MemoryVersion, Vector | None]]:
         """Every version in a stable order, with its vector when one is stored."""
+
+    def enqueue_bounded_job(
+        self, job: NewJob, now: datetime, *, group: str, cap: int
+    ) -> Job | None:
+        """Queue ``job`` unless ``cap`` queued or running jobs of its tenant and kind already
+        have idempotency keys starting with ``group``: None then, nothing written. Count and
+        insert are one serialised step (the durable harvest queue's bound, HARVEST-1)."""
+
+    def count_active_jobs(self, kind: str, tenant_id: str | None = None) -> int:
+        """Queued or running jobs of ``kind``, of one tenant or of every tenant."""

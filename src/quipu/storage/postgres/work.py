@@ -422,6 +422,54 @@ class WorkTables:
         found = {r[0]: (int(r[1]), r[2]) for r in rows}
         return {s: found.get(s, (0, None)) for s in ("queued", "running")}
 
+    def enqueue_bounded_job(
+        self, job: NewJob, now: datetime, *, group: str, cap: int
+    ) -> Job | None:
+        """Queue ``job`` unless ``cap`` active jobs of its tenant and kind already have keys
+        starting with ``group`` (None then). A transaction-scoped advisory lock on the group
+        serialises the count and the insert across connections (HARVEST-1)."""
+        with self._tx() as conn:
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"{job.tenant_id}\x1f{job.kind}\x1f{group}",),
+            )
+            row = conn.execute(
+                "SELECT COUNT(*) FROM jobs WHERE tenant_id = %s AND kind = %s"
+                " AND status IN ('queued', 'running') AND substr(idempotency_key, 1, %s) = %s",
+                (job.tenant_id, job.kind, len(group), group),
+            ).fetchone()
+            if row is not None and int(row[0]) >= cap:
+                return None
+            created = conn.execute(
+                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', 0, %s,"
+                " %s, 0, NULL, NULL, '{}', NULL, '{}', %s, %s, NULL)"
+                " ON CONFLICT (tenant_id, kind, idempotency_key)"
+                " WHERE status IN ('queued', 'running') DO NOTHING"
+                f" RETURNING {_JOB_COLUMNS}",
+                (
+                    uuid.uuid4().hex,
+                    job.tenant_id,
+                    job.kind,
+                    job.idempotency_key,
+                    json.dumps(job.payload, sort_keys=True),
+                    job.max_attempts,
+                    now,
+                    now,
+                    now,
+                ),
+            ).fetchone()
+            return None if created is None else _job(created)
+
+    def count_active_jobs(self, kind: str, tenant_id: str | None = None) -> int:
+        """Queued or running jobs of ``kind`` (of one tenant, or of all)."""
+        where, params = "kind = %s AND status IN ('queued', 'running')", [kind]
+        if tenant_id is not None:
+            where += " AND tenant_id = %s"
+            params.append(tenant_id)
+        with self._conn() as conn:
+            row = conn.execute(f"SELECT COUNT(*) FROM jobs WHERE {where}", params).fetchone()
+        return 0 if row is None else int(row[0])
+
     # -- per-key rate limit ------------------------------------------------------------------
     def take_rate_token(self, key_id: str, rate: float, burst: int, now: datetime) -> float:
         """Spend one token of ``key_id``'s bucket; 0.0 when admitted, else seconds to wait.

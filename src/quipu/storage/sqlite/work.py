@@ -269,25 +269,7 @@ class WorkTables:
             ).fetchone()
             if existing is not None:
                 return _job(existing), False
-            job_id = uuid.uuid4().hex
-            at = to_micros(now)
-            c.execute(
-                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, 'queued', 0, ?, ?, 0, NULL, NULL, '{}', NULL, '{}', ?, ?, NULL)",
-                (
-                    job_id,
-                    job.tenant_id,
-                    job.kind,
-                    job.idempotency_key,
-                    json.dumps(job.payload, sort_keys=True),
-                    job.max_attempts,
-                    at,
-                    at,
-                    at,
-                ),
-            )
-            row = c.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,))
-            return _job(row.fetchone()), True
+            return _insert_job(c, job, now), True
 
     def claim_job(
         self, kinds: list[str], worker: str, lease_until: datetime, now: datetime
@@ -430,6 +412,31 @@ class WorkTables:
         found = {r[0]: (int(r[1]), from_micros(r[2])) for r in rows}
         return {s: found.get(s, (0, None)) for s in ("queued", "running")}
 
+    def enqueue_bounded_job(
+        self, job: NewJob, now: datetime, *, group: str, cap: int
+    ) -> Job | None:
+        """Queue ``job`` unless ``cap`` active jobs of its tenant and kind already have keys
+        starting with ``group`` (None then); one transaction, so callers sharing the store
+        share the bound (HARVEST-1)."""
+        with self._tx() as c:
+            (active,) = c.execute(
+                "SELECT COUNT(*) FROM jobs WHERE tenant_id = ? AND kind = ?"
+                " AND status IN ('queued', 'running') AND substr(idempotency_key, 1, ?) = ?",
+                (job.tenant_id, job.kind, len(group), group),
+            ).fetchone()
+            if int(active) >= cap:
+                return None
+            return _insert_job(c, job, now)
+
+    def count_active_jobs(self, kind: str, tenant_id: str | None = None) -> int:
+        """Queued or running jobs of ``kind`` (of one tenant, or of all)."""
+        where, params = "kind = ? AND status IN ('queued', 'running')", [kind]
+        if tenant_id is not None:
+            where += " AND tenant_id = ?"
+            params.append(tenant_id)
+        (n,) = self._reader().execute(f"SELECT COUNT(*) FROM jobs WHERE {where}", params).fetchone()
+        return int(n)
+
     # -- rate limit --------------------------------------------------------------------------
     def take_rate_token(self, key_id: str, rate: float, burst: int, now: datetime) -> float:
         """Spend one token of ``key_id``'s bucket; 0.0 when admitted, else seconds to wait.
@@ -535,4 +542,27 @@ def _job(r: Any) -> Job:
         created_at=from_micros(r[15]),
         updated_at=from_micros(r[16]),
         finished_at=from_micros_opt(r[17]),
+    )
+
+
+def _insert_job(c: sqlite3.Connection, job: NewJob, now: datetime) -> Job:
+    job_id = uuid.uuid4().hex
+    at = to_micros(now)
+    c.execute(
+        f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES"
+        " (?, ?, ?, ?, ?, 'queued', 0, ?, ?, 0, NULL, NULL, '{}', NULL, '{}', ?, ?, NULL)",
+        (
+            job_id,
+            job.tenant_id,
+            job.kind,
+            job.idempotency_key,
+            json.dumps(job.payload, sort_keys=True),
+            job.max_attempts,
+            at,
+            at,
+            at,
+        ),
+    )
+    return _job(
+        c.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
     )
