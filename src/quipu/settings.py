@@ -361,8 +361,8 @@ class Settings(BaseModel):
         64,
         ge=1,
         le=10_000,
-        description="Harvest batches waiting for extraction; a batch offered to a full queue is "
-        "dropped and counted (HARVEST-1).",
+        description="Harvest batches waiting for extraction per tenant and scope owner (durable "
+        "jobs); a batch offered to a full queue is dropped and counted (HARVEST-1).",
     )
 
     graph_extract: bool = Field(

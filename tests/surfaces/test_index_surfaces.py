@@ -112,6 +112,13 @@ def test_api_3_http_index_get_history_diff(world: World) -> None:
         ("POST", "/v1/harvest", None, '{"spans": ["\\ud800"]}', 422),
         ("POST", "/v1/harvest", None, {"spans": [{"a": {"b": {"c": [[[[1]]]]}}}]}, 422),
         ("POST", "/v1/harvest", None, {"spans": ["x" * 40_000]}, 422),
+        (
+            "POST",
+            "/v1/harvest",
+            None,
+            {"spans": ["ok", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"]},
+            422,
+        ),
         ("POST", "/v1/index/rebuild", {"scope": "tenant"}, None, 403),
     ],
 )

@@ -81,9 +81,9 @@ EMBEDDER_FAILURES = Counter(
 
 HARVEST = Counter(
     "quipu_harvest_batches",
-    "Harvest batches (HARVEST-1) by outcome (accepted, extracted, dropped, refused) and reason "
-    "(the boundary, or why a batch was dropped: queue_full, store_unavailable, "
-    "extraction_failed).",
+    "Harvest batches (HARVEST-1) by outcome (accepted, extracted, dropped, refused, retried) "
+    "and reason (the boundary, or why a batch was dropped: queue_full, store_unavailable, "
+    "extraction_failed; refused: secret_detected or a fact's error code).",
     ("outcome", "reason"),
     registry=REGISTRY,
 )
