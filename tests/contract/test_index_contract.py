@@ -191,6 +191,29 @@ def test_api_3_cached_for_ttl_and_isolated(
         index.version(bob, 1)
 
 
+def test_api_3_index_get_is_served_from_its_ttl_cache(
+    service: MemoryService, alice: Principal
+) -> None:
+    """API-3: an agent reads the index every turn; within ``cache_seconds`` the answer comes
+    from memory (a version built elsewhere meanwhile is not seen, the store not read), after it
+    the store is read again; this process's own rebuild is seen at once."""
+    ticks = [1_000.0]
+    index = IndexService(service, cache_seconds=30, monotonic=lambda: ticks[0])
+    elsewhere = _index(service)  # another process's consolidation job
+    service.remember(alice, "User collects stamps.")
+    elsewhere.rebuild(alice)
+    assert index.get(alice).version == 1
+    service.remember(alice, "User keeps bees.")
+    elsewhere.rebuild(alice)
+    ticks[0] += 29.0
+    assert index.get(alice).version == 1  # cached: the store was not read
+    ticks[0] += 2.0
+    assert index.get(alice).version == 2  # the TTL passed: read again
+    service.remember(alice, "User rows on Sundays.")
+    assert index.rebuild(alice).version == 3
+    assert index.get(alice).version == 3  # its own rebuild drops the cached answer
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

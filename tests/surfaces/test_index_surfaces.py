@@ -249,3 +249,67 @@ def test_api_3_library_index_and_harvest(tmp_path: Path, local_embedder: LocalEm
         assert mem.runtime.harvest is not None and mem.runtime.harvest.drain(20)
         texts = [m.text for m in mem.list(limit=20).items]
         assert "User's sister Ana lives in Faro" in texts
+
+
+# -- a store that cannot be read: a turn without memory, never a failed turn (API-3) --------
+def _unplug(volume: Path) -> None:
+    """The database's volume goes away (unmounted): open connections are closed and a new
+    one cannot open the file."""
+    volume.rename(volume.with_name(volume.name + "-gone"))
+
+
+def test_api_3_store_gone_gives_a_turn_without_memory_on_every_surface(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    """MCP tool and resource, HTTP and the library each answer an empty index flagged
+    ``degraded`` once the store is gone, not an error."""
+    volume = tmp_path / "mcp"
+    volume.mkdir()
+    svc = MemoryService(SQLiteStore(volume / "gone.db"), local_embedder, Limits())
+    index = IndexService(svc, cache_seconds=0)
+    resolve: Callable[[Any], Principal] = lambda _ctx: ALICE  # noqa: E731
+    server = create_mcp_server(svc, resolve, governance=GovernanceService(svc), index=index)
+    svc.remember(ALICE, "User is allergic to peanuts.")
+    index.rebuild(ALICE)
+    svc.store.close()
+    _unplug(volume)
+
+    async def main() -> None:
+        async with Client(server) as client:
+            r = await client.call_tool("index_get", {})
+            assert not r.is_error and r.structured_content["degraded"] is True
+            assert r.structured_content["version"] == 0
+            read = await client.read_resource("quipu://index/agent")
+            text = read.contents[0].text  # type: ignore[union-attr]
+            assert "<memory-index" in text and "peanuts" not in text
+
+    anyio.run(main)
+
+    volume = tmp_path / "http"
+    volume.mkdir()
+    config = load_settings(
+        {"database": str(volume / "http.db"), "index_cache_seconds": 0}, environ={}
+    )
+    app, runtime = build_server(config, local_embedder)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.post("/v1/memories", json={"text": "User hikes."}).status_code == 201
+        assert client.post("/v1/index/rebuild").json()["version"] == 1
+        runtime.service.store.close()
+        _unplug(volume)
+        r = client.get("/v1/index")
+        assert r.status_code == 200, r.text
+        assert r.json()["degraded"] is True and r.json()["version"] == 0
+    runtime.close()
+
+    volume = tmp_path / "lib"
+    volume.mkdir()
+    mem = quipu.open(
+        volume / "lib.db", embedder=local_embedder, worker_embedded=False, index_cache_seconds=0
+    )
+    mem.remember("User drinks oat milk.")
+    assert mem.index_rebuild()["version"] == 1
+    mem.runtime.service.store.close()
+    _unplug(volume)
+    view = mem.index_get()
+    assert view.degraded and view.version == 0 and view.lines
+    mem.close()

@@ -120,7 +120,9 @@ class IndexService:
         cache_seconds: float = 30.0,
         expiry_days: int = 30,
         clock: Callable[[], datetime] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``monotonic``: the cache's clock (tests step it through the TTL)."""
         self.memory = memory.for_jobs()
         self.store = memory.store
         self.guard: Guard = memory.guard
@@ -128,6 +130,7 @@ class IndexService:
         self.expiry = timedelta(days=expiry_days)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._cache: dict[ScopeRef, tuple[float, IndexView]] = {}
+        self._monotonic = monotonic
         self._lock = threading.Lock()
         self._holder = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
 
@@ -136,7 +139,7 @@ class IndexService:
         """The scope's index as an agent's context takes it (API-3). Never fails for a store
         outage: an empty index with ``degraded`` set and the reason instead."""
         ref = resolve_scope(principal, scope)
-        now = time.monotonic()
+        now = self._monotonic()
         with self._lock:
             hit = self._cache.get(ref)
         if hit is not None and hit[0] > now:
