@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from quipu.evals.promotion_public import extraction_capture
+from quipu.embeddings.local import LocalEmbedder
+from quipu.evals.promotion_public import extraction_capture, run_longmemeval
 
 
 def test_issue24_extraction_capture_scores_old_rules_beside_new(tmp_path: Path) -> None:
@@ -38,3 +39,55 @@ def test_issue24_extraction_capture_scores_old_rules_beside_new(tmp_path: Path) 
         "fact_from_evidence": 1.0,
         "fact_with_answer": 1.0,
     }
+
+
+def test_issue24_eval_promotion_reports_each_target_old_beside_new(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    """`quipu eval promotion --longmemeval` in one run: every issue-24 target for the old and
+    the new extractor side by side, figure beside goal, with the raw turns as the anchor."""
+    turns = [
+        {"role": "user", "content": "I spent 70 hours restoring my oak desk.", "has_answer": True},
+        {"role": "assistant", "content": "That is a lot of work, well done."},
+    ]
+    other = [
+        {"role": "user", "content": "I am planning a trip to Kyoto in April."},
+        {"role": "assistant", "content": "Kyoto in April has the cherry blossoms."},
+    ]
+    record = {
+        "question_id": "q1",
+        "question_type": "single-session-user",
+        "question": "How many hours did I spend restoring my desk?",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "answer": "70 hours",
+        "answer_session_ids": ["s1"],
+        "haystack_dates": ["2023/05/20 (Sat) 14:30", "2023/05/21 (Sun) 09:00"],
+        "haystack_session_ids": ["s1", "s2"],
+        "haystack_sessions": [turns, other],
+    }
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([record]))
+    report = run_longmemeval(path, local_embedder)
+    targets = report["targets"]
+    assert {"old", "new"} <= set(targets) and "raw" not in targets
+    for arm in ("old", "new"):
+        rows = targets[arm]
+        assert {
+            "answer_session_top5",
+            "storage_vs_raw",
+            "fact_from_evidence:single-session-user",
+            "knowledge_update",
+            "promote_ms_per_session",
+            "faithful_facts",
+        } <= set(rows)
+        top5 = rows["answer_session_top5"]
+        assert top5["goal"] == report["arms"]["raw"]["by_group"]["all"]["any@5"]
+        assert top5["value"] == report["arms"][arm]["by_group"]["all"]["any@5"]
+        assert rows["storage_vs_raw"]["goal"] == 1.5 and rows["storage_vs_raw"]["value"] > 0
+        assert rows["promote_ms_per_session"]["goal"] == 50.0
+        assert rows["promote_ms_per_session"]["met"] is not None
+        assert rows["knowledge_update"]["value"] is None  # no update questions in this run
+        assert rows["faithful_facts"]["met"] is None  # judged by hand on the fact sample
+    # the evidence turn holds a duration: the old rules had none, the new ones keep it
+    assert targets["old"]["fact_from_evidence:single-session-user"]["met"] is False
+    assert targets["new"]["fact_from_evidence:single-session-user"]["met"] is True

@@ -59,6 +59,7 @@ from quipu.errors import InvalidInput
 from quipu.evals.datasets import LMEQuestion, load_locomo, load_longmemeval
 from quipu.evals.metrics import percentile
 from quipu.evals.promotion import terms
+from quipu.evals.promotion_targets import targets
 from quipu.extraction.deterministic import DeterministicExtractor
 from quipu.jobs.worker import Worker
 from quipu.memories import MemoryService
@@ -402,6 +403,7 @@ def _report(
             entry["fact_sample"] = random.Random(24).sample(pool, min(SAMPLE, len(pool)))
         report["arms"][arm] = entry
     report["raw_chars"] = raw_chars
+    report["targets"] = targets(report)  # each goal of issue 24 beside its figure, per arm
     return report
 
 
