@@ -367,3 +367,14 @@ class PlacementSink(Protocol):
         key: str | None,
         by: Actor,
     ) -> tuple[ScopeRef, WriteResult]: ...
+
+
+@dataclass(frozen=True)
+class ChunkMirror:
+    """The graph rows of a document's served chunks (DOC-1, GRAPH-1), written by the store in
+    the document's own transaction (``doc_add(..., graph=...)``): the document, its chunks
+    and their graph rows commit together or not at all. ``chunks`` holds each served chunk's
+    extraction and source (``<document_id>#<seq>``), in order; ``ontology`` is the tenant's."""
+
+    ontology: Ontology
+    chunks: tuple[tuple[Extraction, Source], ...]

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Protocol
 
 from quipu.core.graph import (
+    ChunkMirror,
     Entity,
     Extraction,
     Fact,
@@ -277,3 +278,14 @@ def _contradict(fact: Fact, rivals: list[Fact], now: datetime, out: GraphWrite) 
         elif fact.invalid_at is None:
             fact = replace(fact, invalid_at=at, expired_at=now, invalidated_by=current.fact_id)
     return fact
+
+
+def mirror_chunks(sql: GraphSQL, ref: ScopeRef, graph: ChunkMirror | None, now: datetime) -> int:
+    """Write a document's chunk mirror (DOC-1) in the caller's open transaction, the one that
+    stores the document; how many chunks wrote graph rows."""
+    if graph is None:
+        return 0
+    return sum(
+        write_extraction(sql, ref, extraction, source, now, graph.ontology) is not None
+        for extraction, source in graph.chunks
+    )

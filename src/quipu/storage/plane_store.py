@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from quipu.core.auth import AuditEvent
 from quipu.core.documents import Chunk, Document, StoredChunk
-from quipu.core.graph import Entity, Extraction, Fact, Ontology
+from quipu.core.graph import ChunkMirror, Entity, Extraction, Fact, Ontology
 from quipu.core.graph import Source as GraphSource
 from quipu.core.graph_links import GraphLinks
 from quipu.core.jobs import Job
@@ -83,11 +83,13 @@ class PlaneStore(Protocol):
         vectors: Sequence[Vector | None],
         pin: EmbeddingPin,
         audit: AuditEvent,
+        graph: ChunkMirror | None = None,
     ) -> Document:
         """Store ``document`` with its chunks (each with its vector, or None when not served)
         and ``audit`` in one transaction, pinning the scope's corpus to ``pin`` on its first
         document; Conflict ``corpus_model_mismatch`` (nothing written) when it is pinned to
-        another model or dimension."""
+        another model or dimension. ``graph``: the chunks' graph rows, written in the same
+        transaction (GRAPH-1)."""
 
     def doc_delete(
         self, ref: ScopeRef, document_id: str, audit: AuditEvent, reason: str | None
