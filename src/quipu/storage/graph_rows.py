@@ -134,9 +134,21 @@ def mirror(
     gate: Callable[[], bool] | None = None,
 ) -> GraphWrite | None:
     """Write ``memory``'s graph mirror by ``draft`` in the caller's open transaction (None:
-    no draft, the version is not active, or nothing was written)."""
-    if draft is None or memory.status is not Status.ACTIVE:
+    no draft, the version is not active, or nothing was written).
+
+    A ``replace`` (a new text) that is not active — a revision quarantined by the injection
+    screen, or written as a candidate — still retires the earlier versions' facts and
+    mentions: they no longer say what the memory says, and the reviewer's release (a ``fill``)
+    then reads the released version's own text instead of finding the first one's mirror."""
+    if draft is None:
         return None
+    if memory.status is not Status.ACTIVE:
+        if draft.mode != "replace":
+            return None
+        retire = Extraction()  # nothing new: only the retire
+        return write_extraction(
+            sql, ref, retire, source_of(memory), now, None, mode="replace", gate=gate
+        )
     return write_extraction(
         sql, ref, draft.read(memory.text), source_of(memory), now, None, mode=draft.mode, gate=gate
     )
