@@ -232,13 +232,19 @@ class MemoryService:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         key = embedding_key(body) if vector is not None else None
         by = Actor.of(principal)
-        if self.placement is None:  # GRAPH-1: its entities and facts, no model call
+        # GRAPH-2: the memory and its graph mirror where the tenant's ontology places them
+        placed = (
+            None
+            if self.placement is None
+            else self.placement.write(principal, ref, memory, vector, key, by)
+        )
+        if placed is None:  # GRAPH-1: its entities and facts, no model call
             draft = self.graph_draft("new", body)
             written = self.store.insert(
                 ref, memory, vector, key, lim.quota_per_owner, by=by, graph=draft
             )  # the memory and its graph rows in one transaction
-        else:  # GRAPH-2: the memory and its graph mirror where the ontology places them
-            ref, written = self.placement.write(principal, ref, memory, vector, key, by)
+        else:
+            ref, written = placed
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
             latest = corroborate_near(
                 self.store, self._clock, lim.quota_per_owner, principal, ref, written, vector

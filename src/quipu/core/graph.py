@@ -355,8 +355,9 @@ class PlacementSink(Protocol):
     """Where the memory service stores a new memory when the tenant may place it by ontology
     (GRAPH-2; :meth:`quipu.graph.placement.Placement.write`): the memory row and its graph
     mirror in the scope the policy decides, in one transaction. Answers the scope it landed in
-    and the insert's result. ``MemoryService.placement`` is one when the composition root sets
-    it, else None (the plain insert, then :class:`GraphSink`)."""
+    and the insert's result, or None (nothing written) when the tenant's policy places nothing:
+    the memory service then writes the memory and its mirror itself. ``MemoryService.placement``
+    is one when the composition root sets it, else None."""
 
     def write(
         self,
@@ -366,7 +367,7 @@ class PlacementSink(Protocol):
         vector: Any,
         key: str | None,
         by: Actor,
-    ) -> tuple[ScopeRef, WriteResult]: ...
+    ) -> tuple[ScopeRef, WriteResult] | None: ...
 
 
 @dataclass(frozen=True)

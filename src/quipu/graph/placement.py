@@ -8,7 +8,8 @@ callers. Each declaration is a new version (``expected_version`` guards against 
 
 **Writing.** :meth:`Placement.write` replaces the memory service's plain insert when the
 composition root sets ``MemoryService.placement``. With no policy (or one that places nothing
-in the tenant scope) it is the plain insert followed by the graph write. Otherwise, in one
+in the tenant scope) it writes nothing and answers None: the memory service's own write (the
+memory and its mirror in one transaction) is the only spelling of that write. Otherwise, in one
 store transaction (:meth:`quipu.storage.plane_store.PlaneStore.transaction`): read the types the
 writer's and tenant scopes already hold for the memory's subjects, decide
 (:func:`quipu.core.placement.decide`), insert the memory row in the decided scope, write its
@@ -105,14 +106,16 @@ class Placement:
         vector: Vector | None,
         key: str | None,
         by: Actor,
-    ) -> tuple[ScopeRef, WriteResult]:
+    ) -> tuple[ScopeRef, WriteResult] | None:
         """Store ``memory`` (written by ``principal`` for ``ref``) and its graph mirror where
-        the tenant's policy places them; the scope it landed in and the insert's result."""
+        the tenant's policy places them; the scope it landed in and the insert's result. None,
+        having written nothing, when the tenant has no policy or one that places nothing in the
+        tenant scope: the caller's plain write (the memory and its mirror in one transaction)
+        is then the whole of it, with no decision and no audit."""
         quota = self.guard.limits.quota_per_owner
         policy = self.store.placement_policy(ref.tenant_id)
-        if policy is None or not policy.tenant_types:  # the memory and its mirror together
-            draft = self.graph.draft("new", memory.text)
-            return ref, self.store.insert(ref, memory, vector, key, quota, by=by, graph=draft)
+        if policy is None or not policy.tenant_types:
+            return None
         extraction = retype(extract(memory.text), policy)
         tenant = ScopeRef(ref.tenant_id, Scope.TENANT, ref.tenant_id)
         with self.store.transaction(ref.tenant_id):
