@@ -28,6 +28,7 @@ from quipu.core.records import (
     Principal,
     Provenance,
     Relation,
+    Scope,
     ScopeRef,
     Source,
     Status,
@@ -283,18 +284,26 @@ class MemoryService:
             if vector is not None and self.embedder
             else None,
         )
-        return self.store.append(
-            ref,
-            memory_id,
-            change,
-            expected_version,
-            vector,
-            embedding_key(body) if vector is not None else None,
-            self._clock(),
-            self.limits.quota_per_owner,
-            by=Actor.of(principal),
-            graph=self.graph_draft("replace", body),
-        )
+
+        def write() -> MemoryVersion:
+            return self.store.append(
+                ref,
+                memory_id,
+                change,
+                expected_version,
+                vector,
+                embedding_key(body) if vector is not None else None,
+                self._clock(),
+                self.limits.quota_per_owner,
+                by=Actor.of(principal),
+                graph=self.graph_draft("replace", body),
+            )
+
+        if self.placement is not None and ref.scope is Scope.TENANT:  # GRAPH-2: re-checked
+            placed = self.placement.revise(principal, ref, memory_id, body, write)
+            if placed is not None:
+                return placed
+        return write()
 
     def graph_draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft | None:
         """The graph mirror a store writes with a version (GRAPH-1; None: the graph is off)."""

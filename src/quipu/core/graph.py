@@ -369,6 +369,19 @@ class PlacementSink(Protocol):
         by: Actor,
     ) -> tuple[ScopeRef, WriteResult] | None: ...
 
+    def revise(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        memory_id: str,
+        text: str,
+        write: Callable[[], MemoryVersion],
+    ) -> MemoryVersion | None:
+        """A revision of a placed memory: the checks again, then ``write()`` in the same
+        transaction (409 ``placement_refused`` when a check refuses); None when the memory was
+        not placed (nothing written: the caller appends)."""
+        ...
+
 
 @dataclass(frozen=True)
 class ChunkMirror:

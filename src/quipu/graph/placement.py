@@ -36,7 +36,7 @@ from quipu.core.records import (
     Status,
     WriteResult,
 )
-from quipu.errors import Forbidden, InvalidInput, NotFound
+from quipu.errors import Conflict, Forbidden, InvalidInput, NotFound
 from quipu.graph.extract import extract
 from quipu.graph.service import GraphService
 from quipu.guard import reason as reason_text
@@ -136,8 +136,60 @@ class Placement:
                     self._clock(),
                     self._ontology(ref.tenant_id, policy),
                 )
+            if decision.place and written.created:  # a revision passes the checks again
+                self.store.placement_mark(
+                    ref.tenant_id, written.memory.id, ref.scope, policy.version, self._clock()
+                )
             self._audit(principal, written, decision)
         return target, written
+
+    def revise(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        memory_id: str,
+        text: str,
+        write: Callable[[], MemoryVersion],
+    ) -> MemoryVersion | None:
+        """A revision of a placed memory (GRAPH-2): the new ``text`` passes the placement
+        checks again — by the reviser, as if it were written to the scope the memory was first
+        written to — and ``write()`` (the store's append, which writes the version's graph
+        mirror in its transaction) runs in the same transaction as the decision's audit. None,
+        having written nothing, when ``memory_id`` was not placed (the caller appends as usual).
+        A check that refuses refuses the revision: 409 ``placement_refused`` naming the check,
+        nothing written, the refusal audited. The text is checked whatever status the screen
+        gives the version, so a reviewer's later release never brings unchecked text into the
+        tenant scope."""
+        with self.store.transaction(ref.tenant_id):
+            origin = self.store.placement_origin(ref.tenant_id, memory_id)
+            if origin is None:
+                return None
+            policy = self.store.placement_policy(ref.tenant_id) or Policy()
+            extraction = retype(extract(text), policy)
+            tenant = ScopeRef(ref.tenant_id, Scope.TENANT, ref.tenant_id)
+            stored = self._stored_types(extraction, (tenant,))
+            decision = decide(policy, principal, origin, Status.ACTIVE, extraction, stored, text)
+            if decision.place:
+                revised = write()
+                self.guard.audit(
+                    principal,
+                    "graph.placement",
+                    (memory_id,),
+                    details={**decision.audit(), "revision": revised.version},
+                )
+                return revised
+        self.guard.audit(
+            principal,
+            "graph.placement",
+            (memory_id,),
+            details={**decision.audit(), "revision": None, "refused": True},
+        )
+        raise Conflict(
+            "the revision of a memory placed in the tenant scope fails the placement check"
+            f" {decision.check!r}: {decision.reason}",
+            code="placement_refused",
+            details={"check": decision.check, "memory_id": memory_id},
+        )
 
     def _stored_types(
         self, extraction: Extraction, refs: tuple[ScopeRef, ...]

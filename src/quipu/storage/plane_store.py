@@ -21,7 +21,7 @@ from quipu.core.kv import KVChange, KVEntry
 from quipu.core.memory_index import MemoryIndex
 from quipu.core.placement import Policy
 from quipu.core.portable import PortableDocument
-from quipu.core.records import MemoryVersion, ScopeRef
+from quipu.core.records import MemoryVersion, Scope, ScopeRef
 from quipu.core.scope_lease import ScopeLease
 from quipu.core.sessions import (
     SessionInfo,
@@ -352,6 +352,15 @@ class PlaneStore(Protocol):
     def placement_declare(self, tenant_id: str, policy: Policy, expected: int | None) -> Policy:
         """Append ``policy`` as the tenant's next version (409 ``version_conflict`` when
         ``expected`` is not the current version); the stored version."""
+
+    def placement_mark(
+        self, tenant_id: str, memory_id: str, origin: Scope, policy_version: int, at: datetime
+    ) -> None:
+        """Record that placement moved ``memory_id`` to the tenant scope from ``origin`` (the
+        scope its writer wrote to), in the caller's transaction (GRAPH-2)."""
+
+    def placement_origin(self, tenant_id: str, memory_id: str) -> Scope | None:
+        """The scope a placed memory's writer wrote to; None: the memory was not placed."""
 
     # -- entity graph, operator reads (GRAPH-1, OPS-4: the console) ----------------------------
     def graph_entity_list(
