@@ -548,11 +548,13 @@ class MemoryService:
             for position, _, _ in families.pop(family):
                 assert on_refused is not None
                 on_refused(position, family, error)
-        count = self.store.import_versions(
-            (memory, vector) for rows in families.values() for _, memory, vector in rows
-        )
-        if self.graph is not None:  # GRAPH-1: imported memories feed the graph (idempotent)
-            self.graph.imported(m for rows in families.values() for _, m, _ in rows)
+        # the rows and the graph mirrors of the current active ones commit together (GRAPH-1)
+        with self.store.transaction(principal.tenant_id):
+            count = self.store.import_versions(
+                (memory, vector) for rows in families.values() for _, memory, vector in rows
+            )
+            if self.graph is not None:  # imported memories feed the graph (idempotent)
+                self.graph.imported(m for rows in families.values() for _, m, _ in rows)
         self.guard.audit(
             principal,
             "memory.import",
