@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
@@ -28,7 +29,6 @@ from quipu.core.records import (
     Principal,
     Provenance,
     Relation,
-    Scope,
     ScopeRef,
     Source,
     Status,
@@ -233,12 +233,8 @@ class MemoryService:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         key = embedding_key(body) if vector is not None else None
         by = Actor.of(principal)
-        # GRAPH-2: the memory and its graph mirror where the tenant's ontology places them
-        placed = (
-            None
-            if self.placement is None
-            else self.placement.write(principal, ref, memory, vector, key, by)
-        )
+        placing = self.placement  # GRAPH-2: where the tenant's ontology places the memory
+        placed = None if placing is None else placing.write(principal, ref, memory, vector, key, by)
         if placed is None:  # GRAPH-1: its entities and facts, no model call
             draft = self.graph_draft("new", body)
             written = self.store.insert(
@@ -284,26 +280,22 @@ class MemoryService:
             if vector is not None and self.embedder
             else None,
         )
-
-        def write() -> MemoryVersion:
-            return self.store.append(
-                ref,
-                memory_id,
-                change,
-                expected_version,
-                vector,
-                embedding_key(body) if vector is not None else None,
-                self._clock(),
-                self.limits.quota_per_owner,
-                by=Actor.of(principal),
-                graph=self.graph_draft("replace", body),
-            )
-
-        if self.placement is not None and ref.scope is Scope.TENANT:  # GRAPH-2: re-checked
-            placed = self.placement.revise(principal, ref, memory_id, body, write)
-            if placed is not None:
-                return placed
-        return write()
+        write = partial(
+            self.store.append,
+            ref,
+            memory_id,
+            change,
+            expected_version,
+            vector,
+            embedding_key(body) if vector is not None else None,
+            self._clock(),
+            self.limits.quota_per_owner,
+            by=Actor.of(principal),
+            graph=self.graph_draft("replace", body),
+        )
+        placing = self.placement  # GRAPH-2: a placed memory's revision is checked again
+        placed = None if placing is None else placing.revise(principal, ref, memory_id, body, write)
+        return write() if placed is None else placed
 
     def graph_draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft | None:
         """The graph mirror a store writes with a version (GRAPH-1; None: the graph is off)."""

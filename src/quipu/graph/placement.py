@@ -160,6 +160,8 @@ class Placement:
         nothing written, the refusal audited. The text is checked whatever status the screen
         gives the version, so a reviewer's later release never brings unchecked text into the
         tenant scope."""
+        if ref.scope is not Scope.TENANT:  # only a tenant memory can have been placed
+            return None
         with self.store.transaction(ref.tenant_id):
             origin = self.store.placement_origin(ref.tenant_id, memory_id)
             if origin is None:
