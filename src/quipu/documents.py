@@ -197,9 +197,8 @@ class DocumentService:
             principal, "document.add", document.id, document.reason, ref, len(chunks)
         )
         pin = EmbeddingPin(embedder.model_id, embedder.dimension)
-        stored = self.store.doc_add(ref, document, chunks, vectors, pin, audit)
-        if self.graph is not None:
-            self.graph.observe(stored, chunks, self._clock())
+        mirror = None if self.graph is None else self.graph.mirror(document, chunks)
+        stored = self.store.doc_add(ref, document, chunks, vectors, pin, audit, graph=mirror)
         withheld = stored.withheld
         return {
             "document": stored.to_dict(),

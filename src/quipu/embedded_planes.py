@@ -11,6 +11,7 @@ from typing import Any
 from quipu.consolidation.index import IndexService, IndexView
 from quipu.core.knowledge import ArticlePage, ArticleVersion, ArticleWrite
 from quipu.core.records import Principal
+from quipu.graph.merges import GraphMerges
 from quipu.graph.placement import Placement
 from quipu.graph.service import Graph
 from quipu.harvest import Harvester, Receipt
@@ -284,3 +285,25 @@ class IndexGraphVerbs:
             expected_version=expected_version,
             reason=reason,
         )
+
+    # -- entity merges (GRAPH-1): versioned and reversible, as quipu.Client answers them ------
+    def graph_merge(
+        self, keep: str, merge: str, *, scope: str = "agent", reason: str | None = None
+    ) -> dict[str, Any]:
+        """Merge entity ``merge`` into entity ``keep`` (entity ids of one scope): a new version
+        of ``keep``; reversible with :meth:`graph_merge_revert`."""
+        return GraphMerges(self.graph.service).merge(
+            self.principal, keep, merge, scope=scope, reason=reason
+        )
+
+    def graph_merge_revert(
+        self, merge_id: str, *, scope: str = "agent", reason: str | None = None
+    ) -> dict[str, Any]:
+        """Undo an entity merge: the merged entity returns with its facts and mentions."""
+        return GraphMerges(self.graph.service).revert(
+            self.principal, merge_id, scope=scope, reason=reason
+        )
+
+    def graph_entity_history(self, entity_id: str, *, scope: str = "agent") -> dict[str, Any]:
+        """An entity's old versions, oldest first (what each merge or revert replaced)."""
+        return GraphMerges(self.graph.service).history(self.principal, entity_id, scope=scope)

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from quipu.auth.ratelimit import RateLimiter, SharedRateLimiter
@@ -232,13 +233,15 @@ class MemoryService:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         key = embedding_key(body) if vector is not None else None
         by = Actor.of(principal)
-        if self.placement is None:  # GRAPH-1: its entities and facts, no model call
+        placing = self.placement  # GRAPH-2: where the tenant's ontology places the memory
+        placed = None if placing is None else placing.write(principal, ref, memory, vector, key, by)
+        if placed is None:  # GRAPH-1: its entities and facts, no model call
             draft = self.graph_draft("new", body)
             written = self.store.insert(
                 ref, memory, vector, key, lim.quota_per_owner, by=by, graph=draft
             )  # the memory and its graph rows in one transaction
-        else:  # GRAPH-2: the memory and its graph mirror where the ontology places them
-            ref, written = self.placement.write(principal, ref, memory, vector, key, by)
+        else:
+            ref, written = placed
         if written.created:  # a near duplicate it restates is corroborated (CONSOL-3)
             latest = corroborate_near(
                 self.store, self._clock, lim.quota_per_owner, principal, ref, written, vector
@@ -277,7 +280,8 @@ class MemoryService:
             if vector is not None and self.embedder
             else None,
         )
-        return self.store.append(
+        write = partial(
+            self.store.append,
             ref,
             memory_id,
             change,
@@ -289,6 +293,9 @@ class MemoryService:
             by=Actor.of(principal),
             graph=self.graph_draft("replace", body),
         )
+        placing = self.placement  # GRAPH-2: a placed memory's revision is checked again
+        placed = None if placing is None else placing.revise(principal, ref, memory_id, body, write)
+        return write() if placed is None else placed
 
     def graph_draft(self, mode: MirrorMode, text: str | None = None) -> GraphDraft | None:
         """The graph mirror a store writes with a version (GRAPH-1; None: the graph is off)."""
@@ -533,11 +540,13 @@ class MemoryService:
             for position, _, _ in families.pop(family):
                 assert on_refused is not None
                 on_refused(position, family, error)
-        count = self.store.import_versions(
-            (memory, vector) for rows in families.values() for _, memory, vector in rows
-        )
-        if self.graph is not None:  # GRAPH-1: imported memories feed the graph (idempotent)
-            self.graph.imported(m for rows in families.values() for _, m, _ in rows)
+        # the rows and the graph mirrors of the current active ones commit together (GRAPH-1)
+        with self.store.transaction(principal.tenant_id):
+            count = self.store.import_versions(
+                (memory, vector) for rows in families.values() for _, memory, vector in rows
+            )
+            if self.graph is not None:  # imported memories feed the graph (idempotent)
+                self.graph.imported(m for rows in families.values() for _, m, _ in rows)
         self.guard.audit(
             principal,
             "memory.import",

@@ -355,8 +355,9 @@ class PlacementSink(Protocol):
     """Where the memory service stores a new memory when the tenant may place it by ontology
     (GRAPH-2; :meth:`quipu.graph.placement.Placement.write`): the memory row and its graph
     mirror in the scope the policy decides, in one transaction. Answers the scope it landed in
-    and the insert's result. ``MemoryService.placement`` is one when the composition root sets
-    it, else None (the plain insert, then :class:`GraphSink`)."""
+    and the insert's result, or None (nothing written) when the tenant's policy places nothing:
+    the memory service then writes the memory and its mirror itself. ``MemoryService.placement``
+    is one when the composition root sets it, else None."""
 
     def write(
         self,
@@ -366,4 +367,28 @@ class PlacementSink(Protocol):
         vector: Any,
         key: str | None,
         by: Actor,
-    ) -> tuple[ScopeRef, WriteResult]: ...
+    ) -> tuple[ScopeRef, WriteResult] | None: ...
+
+    def revise(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        memory_id: str,
+        text: str,
+        write: Callable[[], MemoryVersion],
+    ) -> MemoryVersion | None:
+        """A revision of a placed memory: the checks again, then ``write()`` in the same
+        transaction (409 ``placement_refused`` when a check refuses); None when the memory was
+        not placed (nothing written: the caller appends)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ChunkMirror:
+    """The graph rows of a document's served chunks (DOC-1, GRAPH-1), written by the store in
+    the document's own transaction (``doc_add(..., graph=...)``): the document, its chunks
+    and their graph rows commit together or not at all. ``chunks`` holds each served chunk's
+    extraction and source (``<document_id>#<seq>``), in order; ``ontology`` is the tenant's."""
+
+    ontology: Ontology
+    chunks: tuple[tuple[Extraction, Source], ...]

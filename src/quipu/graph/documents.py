@@ -19,8 +19,10 @@ Then every served chunk of it takes part in the graph, in the document's own sco
 A chunk's graph rows name it as their source as ``<document_id>#<seq>`` (a ``#`` is never in a
 memory id, :data:`quipu.core.validate.ID_PATTERN`); they are read only while the document is
 active (the stores' active-source rule), and erasing the document deletes them before its
-chunks. Refused and quarantined chunks are never read. A document without ``entity`` metadata,
-or a store whose ``graph_extract`` setting is off, writes nothing to the graph.
+chunks. The rows are written in the document's own transaction: the document and its graph
+rows commit together or not at all. Refused and quarantined chunks are never read. A document
+without ``entity`` metadata, or a store whose ``graph_extract`` setting is off, writes nothing
+to the graph.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
 from quipu.core import validate
@@ -36,6 +37,7 @@ from quipu.core.documents import Chunk, ChunkStatus, Document
 from quipu.core.graph import (
     MAX_NAME_CHARS,
     SELF_NAME,
+    ChunkMirror,
     Extraction,
     FactDraft,
     Mention,
@@ -45,7 +47,6 @@ from quipu.core.graph import (
     ontology_name,
     type_name,
 )
-from quipu.core.records import ScopeRef
 from quipu.errors import InvalidInput
 from quipu.graph.extract import EXTRACTOR_ID, extract
 from quipu.graph.service import GraphService
@@ -142,26 +143,29 @@ class DocumentGraph:
             return None
         return document_entity(metadata, self.graph.ontology(tenant_id).types)
 
-    def observe(self, document: Document, chunks: Sequence[Chunk], now: datetime) -> int:
-        """Write the graph rows of a stored document's served chunks; how many chunks."""
+    def mirror(self, document: Document, chunks: Sequence[Chunk]) -> ChunkMirror | None:
+        """The graph rows of a document's served chunks, for the store to write in the
+        document's own transaction (``doc_add(..., graph=...)``); None when its metadata names
+        no entity."""
         entity = self.entity(document.tenant_id, document.metadata)
         if entity is None:
-            return 0
-        ref = ScopeRef(document.tenant_id, document.scope, document.owner)
-        ontology = self.graph.ontology(document.tenant_id)
+            return None
         served = [c for c in chunks if c.status is ChunkStatus.ACTIVE and c.text]
-        for at, chunk in enumerate(served):
-            source = Source(
-                memory_id=chunk_source(document.id, chunk.seq),
-                memory_version=document.version,
-                valid_at=document.recorded_at,
-                observed_at=None,
-                surface=document.surface,
-                key_id=document.actor,
+        rows = tuple(
+            (
+                chunk_extraction(entity, chunk, document.title if at == 0 else None),
+                Source(
+                    memory_id=chunk_source(document.id, chunk.seq),
+                    memory_version=document.version,
+                    valid_at=document.recorded_at,
+                    observed_at=None,
+                    surface=document.surface,
+                    key_id=document.actor,
+                ),
             )
-            extraction = chunk_extraction(entity, chunk, document.title if at == 0 else None)
-            self.store.graph_write(ref, extraction, source, now, ontology)
-        return len(served)
+            for at, chunk in enumerate(served)
+        )
+        return ChunkMirror(self.graph.ontology(document.tenant_id), rows)
 
 
 class _Forgets(Protocol):

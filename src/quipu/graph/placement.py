@@ -8,7 +8,8 @@ callers. Each declaration is a new version (``expected_version`` guards against 
 
 **Writing.** :meth:`Placement.write` replaces the memory service's plain insert when the
 composition root sets ``MemoryService.placement``. With no policy (or one that places nothing
-in the tenant scope) it is the plain insert followed by the graph write. Otherwise, in one
+in the tenant scope) it writes nothing and answers None: the memory service's own write (the
+memory and its mirror in one transaction) is the only spelling of that write. Otherwise, in one
 store transaction (:meth:`quipu.storage.plane_store.PlaneStore.transaction`): read the types the
 writer's and tenant scopes already hold for the memory's subjects, decide
 (:func:`quipu.core.placement.decide`), insert the memory row in the decided scope, write its
@@ -35,7 +36,7 @@ from quipu.core.records import (
     Status,
     WriteResult,
 )
-from quipu.errors import Forbidden, InvalidInput, NotFound
+from quipu.errors import Conflict, Forbidden, InvalidInput, NotFound
 from quipu.graph.extract import extract
 from quipu.graph.service import GraphService
 from quipu.guard import reason as reason_text
@@ -105,14 +106,16 @@ class Placement:
         vector: Vector | None,
         key: str | None,
         by: Actor,
-    ) -> tuple[ScopeRef, WriteResult]:
+    ) -> tuple[ScopeRef, WriteResult] | None:
         """Store ``memory`` (written by ``principal`` for ``ref``) and its graph mirror where
-        the tenant's policy places them; the scope it landed in and the insert's result."""
+        the tenant's policy places them; the scope it landed in and the insert's result. None,
+        having written nothing, when the tenant has no policy or one that places nothing in the
+        tenant scope: the caller's plain write (the memory and its mirror in one transaction)
+        is then the whole of it, with no decision and no audit."""
         quota = self.guard.limits.quota_per_owner
         policy = self.store.placement_policy(ref.tenant_id)
-        if policy is None or not policy.tenant_types:  # the memory and its mirror together
-            draft = self.graph.draft("new", memory.text)
-            return ref, self.store.insert(ref, memory, vector, key, quota, by=by, graph=draft)
+        if policy is None or not policy.tenant_types:
+            return None
         extraction = retype(extract(memory.text), policy)
         tenant = ScopeRef(ref.tenant_id, Scope.TENANT, ref.tenant_id)
         with self.store.transaction(ref.tenant_id):
@@ -133,8 +136,62 @@ class Placement:
                     self._clock(),
                     self._ontology(ref.tenant_id, policy),
                 )
+            if decision.place and written.created:  # a revision passes the checks again
+                self.store.placement_mark(
+                    ref.tenant_id, written.memory.id, ref.scope, policy.version, self._clock()
+                )
             self._audit(principal, written, decision)
         return target, written
+
+    def revise(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        memory_id: str,
+        text: str,
+        write: Callable[[], MemoryVersion],
+    ) -> MemoryVersion | None:
+        """A revision of a placed memory (GRAPH-2): the new ``text`` passes the placement
+        checks again — by the reviser, as if it were written to the scope the memory was first
+        written to — and ``write()`` (the store's append, which writes the version's graph
+        mirror in its transaction) runs in the same transaction as the decision's audit. None,
+        having written nothing, when ``memory_id`` was not placed (the caller appends as usual).
+        A check that refuses refuses the revision: 409 ``placement_refused`` naming the check,
+        nothing written, the refusal audited. The text is checked whatever status the screen
+        gives the version, so a reviewer's later release never brings unchecked text into the
+        tenant scope."""
+        if ref.scope is not Scope.TENANT:  # only a tenant memory can have been placed
+            return None
+        with self.store.transaction(ref.tenant_id):
+            origin = self.store.placement_origin(ref.tenant_id, memory_id)
+            if origin is None:
+                return None
+            policy = self.store.placement_policy(ref.tenant_id) or Policy()
+            extraction = retype(extract(text), policy)
+            tenant = ScopeRef(ref.tenant_id, Scope.TENANT, ref.tenant_id)
+            stored = self._stored_types(extraction, (tenant,))
+            decision = decide(policy, principal, origin, Status.ACTIVE, extraction, stored, text)
+            if decision.place:
+                revised = write()
+                self.guard.audit(
+                    principal,
+                    "graph.placement",
+                    (memory_id,),
+                    details={**decision.audit(), "revision": revised.version},
+                )
+                return revised
+        self.guard.audit(
+            principal,
+            "graph.placement",
+            (memory_id,),
+            details={**decision.audit(), "revision": None, "refused": True},
+        )
+        raise Conflict(
+            "the revision of a memory placed in the tenant scope fails the placement check"
+            f" {decision.check!r}: {decision.reason}",
+            code="placement_refused",
+            details={"check": decision.check, "memory_id": memory_id},
+        )
 
     def _stored_types(
         self, extraction: Extraction, refs: tuple[ScopeRef, ...]

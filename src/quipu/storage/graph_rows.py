@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Protocol
 
 from quipu.core.graph import (
+    ChunkMirror,
     Entity,
     Extraction,
     Fact,
@@ -133,9 +134,21 @@ def mirror(
     gate: Callable[[], bool] | None = None,
 ) -> GraphWrite | None:
     """Write ``memory``'s graph mirror by ``draft`` in the caller's open transaction (None:
-    no draft, the version is not active, or nothing was written)."""
-    if draft is None or memory.status is not Status.ACTIVE:
+    no draft, the version is not active, or nothing was written).
+
+    A ``replace`` (a new text) that is not active — a revision quarantined by the injection
+    screen, or written as a candidate — still retires the earlier versions' facts and
+    mentions: they no longer say what the memory says, and the reviewer's release (a ``fill``)
+    then reads the released version's own text instead of finding the first one's mirror."""
+    if draft is None:
         return None
+    if memory.status is not Status.ACTIVE:
+        if draft.mode != "replace":
+            return None
+        retire = Extraction()  # nothing new: only the retire
+        return write_extraction(
+            sql, ref, retire, source_of(memory), now, None, mode="replace", gate=gate
+        )
     return write_extraction(
         sql, ref, draft.read(memory.text), source_of(memory), now, None, mode=draft.mode, gate=gate
     )
@@ -277,3 +290,14 @@ def _contradict(fact: Fact, rivals: list[Fact], now: datetime, out: GraphWrite) 
         elif fact.invalid_at is None:
             fact = replace(fact, invalid_at=at, expired_at=now, invalidated_by=current.fact_id)
     return fact
+
+
+def mirror_chunks(sql: GraphSQL, ref: ScopeRef, graph: ChunkMirror | None, now: datetime) -> int:
+    """Write a document's chunk mirror (DOC-1) in the caller's open transaction, the one that
+    stores the document; how many chunks wrote graph rows."""
+    if graph is None:
+        return 0
+    return sum(
+        write_extraction(sql, ref, extraction, source, now, graph.ontology) is not None
+        for extraction, source in graph.chunks
+    )

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from quipu.core.auth import AuditEvent
 from quipu.core.documents import Chunk, Document, StoredChunk
-from quipu.core.graph import Entity, Extraction, Fact, Ontology
+from quipu.core.graph import ChunkMirror, Entity, Extraction, Fact, Ontology
 from quipu.core.graph import Source as GraphSource
 from quipu.core.graph_links import GraphLinks
 from quipu.core.jobs import Job
@@ -21,7 +21,7 @@ from quipu.core.kv import KVChange, KVEntry
 from quipu.core.memory_index import MemoryIndex
 from quipu.core.placement import Policy
 from quipu.core.portable import PortableDocument
-from quipu.core.records import MemoryVersion, ScopeRef
+from quipu.core.records import MemoryVersion, Scope, ScopeRef
 from quipu.core.scope_lease import ScopeLease
 from quipu.core.sessions import (
     SessionInfo,
@@ -83,11 +83,13 @@ class PlaneStore(Protocol):
         vectors: Sequence[Vector | None],
         pin: EmbeddingPin,
         audit: AuditEvent,
+        graph: ChunkMirror | None = None,
     ) -> Document:
         """Store ``document`` with its chunks (each with its vector, or None when not served)
         and ``audit`` in one transaction, pinning the scope's corpus to ``pin`` on its first
         document; Conflict ``corpus_model_mismatch`` (nothing written) when it is pinned to
-        another model or dimension."""
+        another model or dimension. ``graph``: the chunks' graph rows, written in the same
+        transaction (GRAPH-1)."""
 
     def doc_delete(
         self, ref: ScopeRef, document_id: str, audit: AuditEvent, reason: str | None
@@ -350,6 +352,15 @@ class PlaneStore(Protocol):
     def placement_declare(self, tenant_id: str, policy: Policy, expected: int | None) -> Policy:
         """Append ``policy`` as the tenant's next version (409 ``version_conflict`` when
         ``expected`` is not the current version); the stored version."""
+
+    def placement_mark(
+        self, tenant_id: str, memory_id: str, origin: Scope, policy_version: int, at: datetime
+    ) -> None:
+        """Record that placement moved ``memory_id`` to the tenant scope from ``origin`` (the
+        scope its writer wrote to), in the caller's transaction (GRAPH-2)."""
+
+    def placement_origin(self, tenant_id: str, memory_id: str) -> Scope | None:
+        """The scope a placed memory's writer wrote to; None: the memory was not placed."""
 
     # -- entity graph, operator reads (GRAPH-1, OPS-4: the console) ----------------------------
     def graph_entity_list(

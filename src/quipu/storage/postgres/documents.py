@@ -26,11 +26,14 @@ from quipu.core.documents import (
     StoredChunk,
     check_corpus,
 )
+from quipu.core.graph import ChunkMirror
 from quipu.core.records import Scope, ScopeRef
 from quipu.storage.admission import admit
 from quipu.storage.base import EmbeddingPin, Vector
 from quipu.storage.decode import decode_rows, loads
+from quipu.storage.graph_rows import mirror_chunks
 from quipu.storage.postgres.control import insert_audit
+from quipu.storage.postgres.graph import graph_sql
 from quipu.storage.postgres.kv import SUBJECT_SQL
 from quipu.storage.subject import subject_rows
 
@@ -58,6 +61,7 @@ class DocumentTables:
         vectors: Sequence[Vector | None],
         pin: EmbeddingPin,
         audit: AuditEvent,
+        graph: ChunkMirror | None = None,
     ) -> Document:
         admit(document)
         for chunk in chunks:
@@ -87,6 +91,7 @@ class DocumentTables:
                     for chunk, vector in zip(chunks, vectors, strict=True)
                 ],
             )
+            mirror_chunks(graph_sql(c, ref), ref, graph, document.recorded_at)  # GRAPH-1
             insert_audit(c, audit)
         return document
 

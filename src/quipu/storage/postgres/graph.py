@@ -31,7 +31,7 @@ from quipu.core.graph import (
 from quipu.core.records import MemoryVersion, Scope, ScopeRef
 from quipu.storage import graph_merge
 from quipu.storage.decode import decode_rows, loads
-from quipu.storage.graph_rows import GraphWrite, Snapshot, mirror, write_extraction
+from quipu.storage.graph_rows import GraphSQL, GraphWrite, Snapshot, mirror, write_extraction
 
 _PART = "tenant_id = %s AND scope = %s AND owner = %s"
 _ENTITY = "entity_id, tenant_id, scope, owner, name, type, aliases, first_seen, last_seen"
@@ -242,6 +242,13 @@ def mirror_in(
     asked after the batched read (with the memory's own write in the same round trip) whether
     the version was written at all. ``pipe``: the pipeline ``conn`` is in, if it is in one."""
     return mirror(_SQL(conn, _lock_key(ref), pipe), ref, memory, draft, now, gate)
+
+
+def graph_sql(conn: psycopg.Connection[Any], ref: ScopeRef) -> GraphSQL:
+    """The graph's write statements on ``conn``'s open transaction, taking ``ref``'s writer
+    lock with the first read (a document's ``doc_add`` writes its chunks' graph rows through
+    it, DOC-1)."""
+    return _SQL(conn, _lock_key(ref), None)
 
 
 def _fact_row(f: Fact) -> tuple[object, ...]:

@@ -59,6 +59,7 @@ DISTRIBUTED = (
     "consolidation_leases",
     "graph_entity_versions",
     "graph_merges",
+    "graph_placed",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

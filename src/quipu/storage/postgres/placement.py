@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from quipu.core.placement import Policy, from_body
+from quipu.core.records import Scope
 from quipu.errors import Conflict
 from quipu.storage.joined import join
 
@@ -95,3 +97,21 @@ class PlacementTables:
             policy.declared_at,
             policy.reason,
         )
+
+    def placement_mark(
+        self, tenant_id: str, memory_id: str, origin: Scope, policy_version: int, at: datetime
+    ) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO graph_placed (tenant_id, memory_id, origin, policy_version,"
+                " placed_at) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (tenant_id, memory_id, origin.value, policy_version, at),
+            )
+
+    def placement_origin(self, tenant_id: str, memory_id: str) -> Scope | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT origin FROM graph_placed WHERE tenant_id = %s AND memory_id = %s",
+                (tenant_id, memory_id),
+            ).fetchone()
+        return None if row is None else Scope(row[0])

@@ -24,11 +24,14 @@ from quipu.core.documents import (
     StoredChunk,
     check_corpus,
 )
+from quipu.core.graph import ChunkMirror
 from quipu.core.records import Scope, ScopeRef
 from quipu.storage.admission import admit
 from quipu.storage.base import EmbeddingPin, Vector
 from quipu.storage.decode import decode_rows, loads
+from quipu.storage.graph_rows import mirror_chunks
 from quipu.storage.sqlite.control import insert_audit
+from quipu.storage.sqlite.graph import graph_sql
 from quipu.storage.sqlite.kv import SUBJECT_SQL
 from quipu.storage.subject import subject_rows
 from quipu.storage.timecodec import from_micros, to_micros
@@ -57,6 +60,7 @@ class DocumentTables:
         vectors: Sequence[Vector | None],
         pin: EmbeddingPin,
         audit: AuditEvent,
+        graph: ChunkMirror | None = None,
     ) -> Document:
         admit(document)
         for chunk in chunks:
@@ -85,6 +89,7 @@ class DocumentTables:
                     for chunk, vector in zip(chunks, vectors, strict=True)
                 ],
             )
+            mirror_chunks(graph_sql(c), ref, graph, document.recorded_at)  # GRAPH-1
             insert_audit(c, audit)
         return document
 

@@ -28,7 +28,7 @@ from quipu.core.graph import (
 from quipu.core.records import MemoryVersion, Scope, ScopeRef
 from quipu.storage import graph_merge
 from quipu.storage.decode import decode_rows, loads
-from quipu.storage.graph_rows import GraphWrite, Snapshot, mirror, write_extraction
+from quipu.storage.graph_rows import GraphSQL, GraphWrite, Snapshot, mirror, write_extraction
 from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
 
 _PART = "tenant_id = ? AND scope = ? AND owner = ?"
@@ -203,6 +203,12 @@ def mirror_in(
     """Write ``memory``'s graph mirror in ``c``'s open transaction (the store's ``insert`` and
     ``append`` call it, so the memory and its graph rows commit together)."""
     return mirror(_SQL(c), ref, memory, draft, now)
+
+
+def graph_sql(c: sqlite3.Connection) -> GraphSQL:
+    """The graph's write statements on ``c``'s open transaction (a document's ``doc_add``
+    writes its chunks' graph rows through it, DOC-1)."""
+    return _SQL(c)
 
 
 def _fact_row(f: Fact) -> tuple[object, ...]:

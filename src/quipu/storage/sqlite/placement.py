@@ -8,8 +8,10 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 
 from quipu.core.placement import Policy, from_body
+from quipu.core.records import Scope
 from quipu.errors import Conflict
 from quipu.storage.decode import loads
 from quipu.storage.joined import join
@@ -92,3 +94,21 @@ class PlacementTables:
             policy.declared_at,
             policy.reason,
         )
+
+    def placement_mark(
+        self, tenant_id: str, memory_id: str, origin: Scope, policy_version: int, at: datetime
+    ) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO graph_placed (tenant_id, memory_id, origin,"
+                " policy_version, placed_at) VALUES (?, ?, ?, ?, ?)",
+                (tenant_id, memory_id, origin.value, policy_version, to_micros(at)),
+            )
+
+    def placement_origin(self, tenant_id: str, memory_id: str) -> Scope | None:
+        with self._tx() as c:  # the writer: inside transaction() it sees that write's rows
+            row = c.execute(
+                "SELECT origin FROM graph_placed WHERE tenant_id = ? AND memory_id = ?",
+                (tenant_id, memory_id),
+            ).fetchone()
+        return None if row is None else Scope(row[0])

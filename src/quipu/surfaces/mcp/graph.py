@@ -1,5 +1,7 @@
-"""The entity graph tools (issue 26, GRAPH-1, API-3): graph_recall and graph_facts. Each reads
-exactly one scope; no tool takes a tenant, owner or subject id of another principal (SCOPE-2).
+"""The entity graph tools (issue 26, GRAPH-1, API-3): graph_recall and graph_facts, and the
+versioned, reversible entity merges graph_merge, graph_merge_revert and graph_entity_history.
+Each works in exactly one scope; no tool takes a tenant, owner or subject id of another
+principal (SCOPE-2).
 Names and values come from stored memories, so the text for the model shows them inside a
 data block (SAFE-2): data, never instructions."""
 
@@ -11,10 +13,17 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from quipu.core.records import Principal
+from quipu.graph.merges import GraphMerges
 from quipu.graph.service import GraphService
 from quipu.safety import render_data_block
 
-GRAPH_TOOL_NAMES = ("graph_recall", "graph_facts")
+GRAPH_TOOL_NAMES = (
+    "graph_recall",
+    "graph_facts",
+    "graph_merge",
+    "graph_merge_revert",
+    "graph_entity_history",
+)
 
 Call = Callable[[Context, Callable[[Principal], Any], Callable[[Any], str] | None], CallToolResult]
 ScopeName = Literal["agent", "user", "agent_user", "tenant"]
@@ -31,6 +40,20 @@ List what is known about one subject (a name, an alias or an entity id) in ONE s
 (`scope`, default `agent`): its current facts, or those in force `as_of` a time, or with
 `include_invalidated` every fact ever recorded, including ones a later fact replaced (a move,
 a new job). Each fact names its source memories. Reads exactly one scope."""
+GRAPH_MERGE = """\
+Merge two entities of ONE scope (`scope`, default `agent`) that are the same thing ("Kasia" is
+"Katherine"): `merge` is folded into `keep` (both entity ids, as graph_facts shows them). `keep`
+gets a new version with the other's name among its aliases, and every fact and mention of
+`merge` now names `keep`. Reversible with graph_merge_revert (the answer's `merge_id`); the old
+version stays in graph_entity_history. Audited; `reason` is kept."""
+GRAPH_MERGE_REVERT = """\
+Undo an entity merge of ONE scope (`scope`, default `agent`) by its `merge_id`: the merged
+entity returns with its facts and mentions, and the kept one loses the aliases the merge gave
+it (a new version). Refused (merge_conflict) while a later merge into the kept entity stands:
+revert that one first. Audited; `reason` is kept."""
+GRAPH_ENTITY_HISTORY = """\
+The old versions of one entity (an entity id) in ONE scope (`scope`, default `agent`), oldest
+first: what each merge or revert replaced (its name, type and aliases then)."""
 SCOPE = (
     "agent (default: private to you), user (about the end user, shared across agents), "
     "agent_user (you about this user), tenant (the whole organisation). One call reads "
@@ -104,3 +127,77 @@ def graph_tools(server: MCPServer, graph: GraphService, call: Call) -> None:
             ).to_dict(),
             answer_text,
         )
+
+
+def merge_tools(server: MCPServer, graph: GraphService, call: Call) -> None:
+    """Register graph_merge, graph_merge_revert and graph_entity_history on ``server``."""
+    merges = GraphMerges(graph)
+    writer = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
+    reader = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    why = Field(description="Why (kept in the audit log).")
+
+    @server.tool(
+        name="graph_merge", title="Merge two entities", description=GRAPH_MERGE, annotations=writer
+    )
+    def graph_merge(
+        keep: Annotated[str, Field(description="The entity id that stays (gets a new version).")],
+        merge: Annotated[str, Field(description="The entity id folded into it.")],
+        ctx: Context,
+        scope: Annotated[ScopeName, Field(description=SCOPE)] = "agent",
+        reason: Annotated[str | None, why] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx, lambda who: merges.merge(who, keep, merge, scope=scope, reason=reason), _merged
+        )
+
+    @server.tool(
+        name="graph_merge_revert",
+        title="Undo an entity merge",
+        description=GRAPH_MERGE_REVERT,
+        annotations=writer,
+    )
+    def graph_merge_revert(
+        merge_id: Annotated[str, Field(description="The merge_id graph_merge answered.")],
+        ctx: Context,
+        scope: Annotated[ScopeName, Field(description=SCOPE)] = "agent",
+        reason: Annotated[str | None, why] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(
+            ctx, lambda who: merges.revert(who, merge_id, scope=scope, reason=reason), _reverted
+        )
+
+    @server.tool(
+        name="graph_entity_history",
+        title="An entity's old versions",
+        description=GRAPH_ENTITY_HISTORY,
+        annotations=reader,
+    )
+    def graph_entity_history(
+        entity_id: Annotated[str, Field(description="The entity id.")],
+        ctx: Context,
+        scope: Annotated[ScopeName, Field(description=SCOPE)] = "agent",
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        return call(ctx, lambda who: merges.history(who, entity_id, scope=scope), _history)
+
+
+def _merged(data: Mapping[str, Any]) -> str:
+    entity = data.get("entity", {})
+    line = f"{entity.get('name')} ({entity.get('entity_id')}) v{data.get('version')}"
+    return f"merged, merge_id {data.get('merge_id')}\n{render_data_block([line], 'graph')}"
+
+
+def _reverted(data: Mapping[str, Any]) -> str:
+    back = data.get("restored", {})
+    line = f"{back.get('name')} ({back.get('entity_id')})"
+    return f"reverted merge {data.get('merge_id')}\n{render_data_block([line], 'graph')}"
+
+
+def _history(data: Mapping[str, Any]) -> str:
+    lines = [
+        f"v{v.get('version')} {v.get('name')} aliases={v.get('aliases')}"
+        f" ended_by={v.get('ended_by')}"
+        for v in data.get("versions", [])
+    ]
+    return f"{len(lines)} old versions\n{render_data_block(lines, 'graph')}"

@@ -49,7 +49,7 @@ from quipu.surfaces.mcp import descriptions as d
 from quipu.surfaces.mcp import render
 from quipu.surfaces.mcp.documents import document_tools
 from quipu.surfaces.mcp.governance import governance_tools
-from quipu.surfaces.mcp.graph import graph_tools
+from quipu.surfaces.mcp.graph import graph_tools, merge_tools
 from quipu.surfaces.mcp.index import index_tools
 from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.kv import kv_tools
@@ -454,7 +454,9 @@ def create_mcp_server(
         index_tools(server, index or IndexService(service), call, principal_for_request, harvest)
         # the entity graph (issue 26): the service's own when it builds one as it writes
         own = service.graph
-        graph_tools(server, own if isinstance(own, GraphService) else GraphService(service), call)
+        graph = own if isinstance(own, GraphService) else GraphService(service)
+        graph_tools(server, graph, call)
+        merge_tools(server, graph, call)  # versioned, reversible entity merges
         placing = service.placement  # GRAPH-2: the placement policy tool
         placement_tools(
             server,
