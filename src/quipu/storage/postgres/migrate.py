@@ -59,6 +59,8 @@ DISTRIBUTED = (
     "consolidation_leases",
     "graph_entity_versions",
     "graph_merges",
+    "knowledge_shown",
+    "article_candidates",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 
