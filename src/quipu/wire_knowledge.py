@@ -215,4 +215,10 @@ def article_page_from_dict(data: Mapping[str, Any]) -> ArticlePage:
 
 
 def graduated_from_dict(data: Mapping[str, Any]) -> Graduated:
-    return Graduated(Verdict(data["verdict"]), dict(data["article"]), str(data["memory_id"]))
+    candidate = data.get("candidate_id")
+    return Graduated(
+        Verdict(data["verdict"]),
+        dict(data["article"]),
+        str(data["memory_id"]),
+        None if candidate is None else str(candidate),
+    )

@@ -4,10 +4,11 @@ tables (``knowledge_versions``, ``recall_ledger``, ``usage_events``, ``memory_us
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from quipu.core.records import Principal, Role
 from quipu.core.text import fold
@@ -343,3 +344,19 @@ class ArticleCandidate:
             "judged_at": None if self.judged_at is None else self.judged_at.isoformat(),
             "reason": self.reason,
         }
+
+
+class BodyWriter(Protocol):
+    """What writes an article body from a graduated memory (GRAD-1): a chat model behind
+    :class:`quipu.article_candidates.ModelBodyWriter`. Its output is only ever a review
+    candidate (LIFE-5)."""
+
+    model: str
+    counts: Counter[str]
+    """Proposals per outcome: ``proposed``, or why there was none."""
+
+    def write(self, title: str, text: str) -> tuple[str, bool]:
+        """(the model's body, whether the model stopped at its length limit). Raises
+        :class:`quipu.article_candidates.BodyUnavailable` naming why there is none."""
+
+    def close(self) -> None: ...
