@@ -149,11 +149,11 @@ def _content(raw: bytes) -> tuple[str, bool]:
     choices = envelope.get("choices") if isinstance(envelope, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     message = first.get("message") if isinstance(first, dict) else None
+    if isinstance(message, dict) and message.get("refusal"):
+        raise BodyUnavailable("refusal")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
         raise BodyUnavailable("malformed")
-    if isinstance(message, dict) and message.get("refusal"):
-        raise BodyUnavailable("refusal")
     assert isinstance(first, dict)
     return content, first.get("finish_reason") == "length"
 
@@ -336,7 +336,9 @@ class ArticleCandidates:
             raise InvalidInput("a review needs a reason", code="reason_required")
         verdict = article = None
         target = CandidateStatus.REJECTED
-        if decision == "affirm":
+        if decision == "reject":
+            self.guard.admit_write(principal)  # an affirm is admitted by the article update
+        else:
             target = CandidateStatus.AFFIRMED
             # written on the owner's behalf (owner-visible drafts are only its own), by the
             # reviewer's key; the screens and the novelty gate run as on any update

@@ -113,9 +113,14 @@ def test_grad_001_reject_leaves_the_article_and_the_agent_cannot_self_affirm(
     with pytest.raises(Forbidden):
         cands.list(alice)
     assert cands.list(Principal("t2", "key-x", Role.ADMIN)).items == []  # other tenant
+    # the article changed since the body was written: affirming it is stale
+    kb.update(ADMIN, article_id, expected_version=1, tags=["ops"])
+    with pytest.raises(Conflict) as stale:
+        cands.review(ADMIN, candidate_id, "affirm", reason="reads well")
+    assert stale.value.code == "version_conflict"
     judged = cands.review(ADMIN, candidate_id, "reject", reason="adds nothing")
     assert judged.candidate.status is CandidateStatus.REJECTED and judged.article is None
-    assert kb.get(alice, article_id).version == 1
+    assert kb.get(alice, article_id).version == 2  # the tags change only
     assert cands.list(ADMIN).items == []  # awaiting review: none
     assert [c.id for c in cands.list(ADMIN, status="rejected").items] == [candidate_id]
 
@@ -126,6 +131,7 @@ def test_grad_001_reject_leaves_the_article_and_the_agent_cannot_self_affirm(
         ("stall", "model_timeout"),
         ("error", "model_http_status"),
         ("malformed", "model_malformed"),
+        ("refusal", "model_refusal"),
         ("empty", "model_empty"),
         ("huge", "model_response_too_large"),
         ("secret", "secret_refused"),

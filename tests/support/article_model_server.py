@@ -71,6 +71,9 @@ class ArticleModelServer:
             content = f"{memory}\n\nUse {self.secret} to reach it."
         elif mode == "malformed":
             return {"choices": "not a list"}
+        elif mode == "refusal":
+            message = {"role": "assistant", "content": None, "refusal": "I cannot help."}
+            return {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
         else:
             content = CONTENT.get(mode, CONTENT["ok"]).format(memory=memory)
         return {
