@@ -138,3 +138,52 @@ def test_grad_001_mcp_review_tools(
     anyio.run(main)
     service.close()
     service.store.close()
+
+
+def test_grad_001_the_three_clients_list_and_judge_candidates(
+    tmp_path: Path, local_embedder: LocalEmbedder, model: ArticleModelServer
+) -> None:
+    """``quipu.Client`` and ``quipu.AsyncClient`` over a real socket, and the embedded
+    ``quipu.open``: the same two methods, the same answers and codes."""
+    import quipu
+    from quipu.errors import Forbidden
+    from tests.support.live_server import LiveServer
+
+    model.mode = "ok"
+    with_model = {
+        "extractor": "model",
+        "extractor_base_url": model.url,
+        "extractor_model": "writer-client",
+    }
+    s = load_settings({"database": str(tmp_path / "c.db"), "auth": True, **with_model}, environ={})
+    app, runtime = build_server(s, local_embedder)
+    access = app.state.access
+    access.create_tenant("t")
+    _, admin = access.create_key("t", "admin", agent_id="ops")
+    _, agent = access.create_key("t", "agent", agent_id="a", user_id="ua")
+    server = LiveServer(app)
+    try:
+        with quipu.Client(server.url, agent) as mine, quipu.Client(server.url, admin) as rev:
+            made = mine.remember(TEXT)
+            cid = mine.graduate(made.id).candidate_id
+            assert cid and [c["id"] for c in rev.article_candidates()["items"]] == [cid]
+            with pytest.raises(Forbidden):
+                mine.article_candidates()
+
+            async def judge() -> dict[str, Any]:
+                async with quipu.AsyncClient(server.url, admin) as later:
+                    return await later.review_article(cid, "reject", reason="thin")
+
+            judged = anyio.run(judge)
+            assert judged["candidate"]["status"] == "rejected"
+            assert rev.article_candidates(status="rejected")["items"][0]["id"] == cid
+    finally:
+        server.close()
+        runtime.close()
+    with quipu.open(tmp_path / "lib.db", embedder=local_embedder, **with_model) as lib:
+        memory = lib.remember(TEXT)
+        cid = lib.graduate(memory.id).candidate_id
+        assert cid and lib.article_candidates()["items"][0]["model"] == "writer-client"
+        with pytest.raises(Forbidden) as own:  # the one local principal asked the model
+            lib.review_article(cid, "affirm", reason="mine")
+        assert own.value.code == "self_review"
