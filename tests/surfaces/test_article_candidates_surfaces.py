@@ -165,8 +165,10 @@ def test_grad_001_the_three_clients_list_and_judge_candidates(
     try:
         with quipu.Client(server.url, agent) as mine, quipu.Client(server.url, admin) as rev:
             made = mine.remember(TEXT)
-            cid = mine.graduate(made.id).candidate_id
-            assert cid and [c["id"] for c in rev.article_candidates()["items"]] == [cid]
+            made_id = mine.graduate(made.id).candidate_id
+            assert made_id is not None
+            cid = made_id
+            assert [c["id"] for c in rev.article_candidates()["items"]] == [cid]
             with pytest.raises(Forbidden):
                 mine.article_candidates()
 
@@ -182,8 +184,8 @@ def test_grad_001_the_three_clients_list_and_judge_candidates(
         runtime.close()
     with quipu.open(tmp_path / "lib.db", embedder=local_embedder, **with_model) as lib:
         memory = lib.remember(TEXT)
-        cid = lib.graduate(memory.id).candidate_id
-        assert cid and lib.article_candidates()["items"][0]["model"] == "writer-client"
+        lib_cid = lib.graduate(memory.id).candidate_id
+        assert lib_cid and lib.article_candidates()["items"][0]["model"] == "writer-client"
         with pytest.raises(Forbidden) as own:  # the one local principal asked the model
-            lib.review_article(cid, "affirm", reason="mine")
+            lib.review_article(lib_cid, "affirm", reason="mine")
         assert own.value.code == "self_review"
