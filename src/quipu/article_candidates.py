@@ -291,7 +291,14 @@ class ArticleCandidates:
         ``affirmed``, ``rejected`` or None for all."""
         _need_reviewer(principal)
         wanted = None if status is None else validate.enum(CandidateStatus, status, field="status")
-        after = None if cursor is None else validate.identifier(cursor, field="cursor")
+        try:
+            after = None if cursor is None else validate.identifier(cursor, field="cursor")
+        except InvalidInput:
+            raise InvalidInput(
+                "cursor is a next_cursor of an earlier page",
+                code="invalid_cursor",
+                details={"field": "cursor"},
+            ) from None
         size = validate.bounded_int(
             MAX_PAGE if limit is None else limit, field="limit", low=1, high=MAX_PAGE
         )

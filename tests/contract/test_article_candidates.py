@@ -112,6 +112,21 @@ def test_grad_001_reject_leaves_the_article_and_the_agent_cannot_self_affirm(
     assert self_key.value.code == "self_review"
     with pytest.raises(Forbidden):
         cands.list(alice)
+    for bad, code in (
+        ({"cursor": "../x"}, "invalid_cursor"),
+        ({"status": "erased"}, "invalid_status"),
+        ({"limit": 0}, "invalid_limit"),
+        ({"limit": 10**30}, "invalid_limit"),
+    ):
+        with pytest.raises(InvalidInput) as refused:
+            cands.list(ADMIN, **bad)  # type: ignore[arg-type]
+        assert refused.value.code == code, bad
+    for ident in ("../x", "a/b", "x" * 300, "bad\ud800"):
+        with pytest.raises(InvalidInput):
+            cands.review(ADMIN, ident, "reject", reason="x")
+    with pytest.raises(InvalidInput) as decision:
+        cands.review(ADMIN, candidate_id, "publish", reason="x")
+    assert decision.value.code == "invalid_decision"
     assert cands.list(Principal("t2", "key-x", Role.ADMIN)).items == []  # other tenant
     # the article changed since the body was written: affirming it is stale
     kb.update(ADMIN, article_id, expected_version=1, tags=["ops"])
