@@ -115,6 +115,19 @@ def test_recall_009_shown_rows_expire_and_the_prune_job_deletes_them(
     clock.now += SHOWN_TTL
     assert one.store.shown_expire(clock.now - SHOWN_TTL) == 2
     assert not one.store.shown_get("t1", "alice", "s-1", since, 50)
+    # the periodic prune job does it on its own (real time: rows two TTLs old go)
+    old = datetime.now(UTC) - 2 * SHOWN_TTL
+    one.store.shown_add("t1", "alice", "s-old", None, sorted(first), old)
+    one.store.shown_add("t1", "alice", "s-new", None, sorted(first), datetime.now(UTC))
+    rt = build_runtime(
+        load_settings({"database": "unused.db"}, environ={}),
+        one.memories,
+        extractor=DeterministicExtractor(),
+    )
+    assert rt.worker.schedule() >= 1
+    rt.worker.drain()
+    assert not one.store.shown_get("t1", "alice", "s-old", since, 50)
+    assert one.store.shown_get("t1", "alice", "s-new", since, 50) == first
 
 
 def test_life_004_erasing_an_article_or_a_subject_reaches_the_shown_rows(
