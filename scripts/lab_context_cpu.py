@@ -12,13 +12,17 @@ each tree on the import path in turn (the store is written once, by the first ru
 
 LoCoMo conversation 1 split as `quipu bench knowledge` splits it; 10 warm-up questions, then
 each question asked once each way, alternating which goes first, each with a suffix so no
-query vector is remembered from an earlier call. docs/knowledge.md quotes its figures.
+query vector is remembered from an earlier call. ``--session``: every merged call passes one
+session id, so the durable shown set (``knowledge_shown``) is read and written on each call as
+an agent's turns do. Prints the load average before and after. docs/knowledge.md quotes its
+figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import uuid
 from pathlib import Path
@@ -40,6 +44,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="locomo10.json")
     parser.add_argument("--db", required=True, type=Path, help="the store (written if absent)")
+    parser.add_argument(
+        "--session",
+        action="store_true",
+        help="each merged call passes one session_id, as an agent's turns do: the shown set is "
+        "read from and written to the store (knowledge_shown) on every call",
+    )
     args = parser.parse_args()
     conv = load_locomo(args.data)[0]
     fresh = not args.db.exists()
@@ -60,6 +70,8 @@ def main() -> None:
         merged.recall_context(agent, q, scopes=scopes, k=10, budget_tokens=100_000)
         service.recall(agent, q, scope="agent", k=10)
     run = uuid.uuid4().hex[:6]
+    session = f"lab-{run}" if args.session else None
+    load_before = os.getloadavg()
     cpu: dict[str, list[float]] = {"merged": [], "single": []}
     wall: dict[str, list[float]] = {"merged": [], "single": []}
     for at, q in enumerate(questions[10:]):
@@ -67,7 +79,12 @@ def main() -> None:
             c, w = time.process_time(), time.perf_counter()
             if name == "merged":
                 merged.recall_context(
-                    agent, f"{q} {run}", scopes=scopes, k=10, budget_tokens=100_000
+                    agent,
+                    f"{q} {run}",
+                    scopes=scopes,
+                    k=10,
+                    budget_tokens=100_000,
+                    session_id=session,
                 )
             else:
                 service.recall(agent, f"{q} {run}!", scope="agent", k=10)
@@ -84,6 +101,15 @@ def main() -> None:
                 "cpu_ms_mean": {k: round(1000 * float(np.mean(v)), 2) for k, v in cpu.items()},
                 "cpu_ratio_mean": round(float(np.mean(cpu["merged"]) / np.mean(cpu["single"])), 2),
                 "wall_ratio": {"p50": ratio(50), "p95": ratio(95)},
+                "wall_ms": {
+                    k: {
+                        p: round(1000 * float(np.percentile(v, int(p[1:]))), 1)
+                        for p in ("p50", "p95")
+                    }
+                    for k, v in wall.items()
+                },
+                "session": session is not None,
+                "load_average": {"before": load_before, "after": os.getloadavg()},
             }
         )
     )

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from threadpoolctl import threadpool_limits
 
 from quipu.auth.access import Access
+from quipu.core.knowledge import BodyWriter
 from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
 from quipu.core.sessions import SessionBounds
@@ -258,6 +259,21 @@ def local_principal(settings: Settings, surface: str = "library") -> Principal:
     )
 
 
+def build_body_writer(settings: Settings) -> BodyWriter | None:
+    """The chat model that writes graduated articles' bodies (as review candidates): the
+    extractor's endpoint when ``extractor = model``, else none."""
+    if settings.extractor != "model":
+        return None
+    from quipu.article_candidates import ModelBodyWriter
+
+    assert settings.extractor_base_url and settings.extractor_model
+    return ModelBodyWriter(
+        base_url=settings.extractor_base_url,
+        model=settings.extractor_model,
+        api_key=settings.extractor_api_key,
+    )
+
+
 def build_extractor(settings: Settings) -> Extractor:
     if settings.extractor == "model":
         from quipu.extraction.model import ModelExtractor
@@ -302,6 +318,8 @@ def build_runtime(
     governance = GovernanceService(service, queue)
     if service.usage is None:  # recall hits as usage events, off the request path (RECALL-6)
         service.usage = UsageRecorder(service.store, service.embedder)
+    if service.body_writer is None and settings.graduation_model_bodies:
+        service.body_writer = build_body_writer(settings)  # GRAD-1: review candidates
     index = IndexService(
         service,
         cache_seconds=settings.index_cache_seconds,

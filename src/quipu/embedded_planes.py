@@ -8,6 +8,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from quipu.article_candidates import ArticleCandidates
 from quipu.consolidation.index import IndexService, IndexView
 from quipu.core.knowledge import ArticlePage, ArticleVersion, ArticleWrite
 from quipu.core.records import Principal
@@ -166,6 +167,23 @@ class KnowledgeVerbs:
             cursor=cursor,
             limit=limit,
         )
+
+    def article_candidates(
+        self, *, status: str = "candidate", cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """Reviewers: article bodies a model wrote for graduated memories (GRAD-1), by id."""
+        found = ArticleCandidates(self.merged.knowledge).list(
+            self.principal, status=status, cursor=cursor, limit=limit
+        )
+        return found.to_dict()
+
+    def review_article(self, candidate_id: str, decision: str, *, reason: str) -> dict[str, Any]:
+        """Reviewers: ``affirm`` (the article's next version) or ``reject`` a model's body;
+        never one written for this principal's own memory (403 ``self_review``)."""
+        judged = ArticleCandidates(self.merged.knowledge).review(
+            self.principal, candidate_id, decision, reason=reason
+        )
+        return judged.to_dict()
 
 
 class IndexGraphVerbs:

@@ -21,6 +21,7 @@ from quipu.core import planes as plane_rules
 from quipu.core import validate
 from quipu.core.auth import Actor
 from quipu.core.graph import GraphDraft, GraphSink, MirrorMode, PlacementSink
+from quipu.core.knowledge import BodyWriter
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
@@ -96,6 +97,9 @@ class MemoryService:
         self.usage: UsageSink | None = None
         self.graph: GraphSink | None = None  # GRAPH-1: set by the composition root
         self.placement: PlacementSink | None = None  # GRAPH-2: set by the composition root
+        #: Writes graduated articles' bodies as review candidates (GRAD-1): set by the
+        #: composition root when a chat model is configured; None keeps the memory's text.
+        self.body_writer: BodyWriter | None = None
 
     @property
     def limiter(self) -> RateLimiter | SharedRateLimiter | None:
@@ -112,6 +116,8 @@ class MemoryService:
         self.pipeline.close()
         if self.usage is not None:
             self.usage.close()
+        if self.body_writer is not None:
+            self.body_writer.close()
 
     def for_jobs(self) -> MemoryService:
         """This service as background jobs write through it: the same store, models and guard,

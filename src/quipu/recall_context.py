@@ -17,19 +17,18 @@ row was chosen, plus a rendered, defanged block a model can read as is.
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from quipu.core import validate
-from quipu.core.knowledge import RecallLedger, subject_of
+from quipu.core.knowledge import SHOWN_PER_SESSION, SHOWN_TTL, RecallLedger, subject_of
 from quipu.core.query import Filters, Hit, RecallResult
 from quipu.core.records import Principal
 from quipu.core.scopes import parse_scope, resolve_scope
@@ -47,6 +46,9 @@ from quipu.retrieval.selection import (
     tokens_estimate,
 )
 from quipu.safety import render_data_block
+from quipu.storage.base import Store
+
+log = logging.getLogger(__name__)
 
 #: Longest session id, in UTF-8 bytes (longer is 422 ``invalid_session_id``, never truncated).
 MAX_SESSION_BYTES = 200
@@ -59,9 +61,6 @@ DEFAULT_BUDGET = 2000
 MAX_BUDGET = 100_000
 #: Seconds the knowledge half may take before the answer goes on without it (degraded).
 KNOWLEDGE_TIMEOUT = 5.0
-#: Sessions whose shown articles one process remembers, and articles per session.
-_SESSIONS = 10_000
-_SHOWN_PER_SESSION = 500
 
 
 @dataclass(frozen=True)
@@ -81,31 +80,57 @@ class ContextResult:
 
 
 class ShownHistory:
-    """Articles already shown per (tenant, subject, session): node-local, bounded, best
-    effort — a miss re-shows an article, which costs nothing but a repeat."""
+    """Articles already shown per (tenant, subject, session), kept in the store
+    (``knowledge_shown``), so every worker and process over one store sees what the others
+    showed. Rows older than :data:`~quipu.core.knowledge.SHOWN_TTL` count for nothing (the
+    prune job deletes them) and a session reads back its 500 most recent. Best effort: a
+    store that cannot answer re-shows an article, which costs a repeat, never the recall."""
 
-    def __init__(self, sessions: int = _SESSIONS, per_session: int = _SHOWN_PER_SESSION) -> None:
-        self._lock = threading.Lock()
-        self._sessions = sessions
-        self._per = per_session
-        self._shown: OrderedDict[tuple[str, str, str], OrderedDict[str, None]] = OrderedDict()
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], datetime],
+        *,
+        ttl: timedelta = SHOWN_TTL,
+        per_session: int = SHOWN_PER_SESSION,
+    ) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.per_session = per_session
+        self._clock = clock
+        #: Reads and writes of the history that failed (their recall went on without it).
+        self.failures = 0
 
-    def seen(self, key: tuple[str, str, str]) -> frozenset[str]:
-        with self._lock:
-            found = self._shown.get(key)
-            return frozenset(found) if found is not None else frozenset()
+    def seen(self, principal: Principal, session: str) -> frozenset[str]:
+        since = self._clock() - self.ttl
+        try:
+            return self.store.shown_get(
+                principal.tenant_id, subject_of(principal), session, since, self.per_session
+            )
+        except QuipuError as exc:
+            if exc.status < 500:
+                raise
+            self.failures += 1
+            log.warning("reading the shown history failed: %s", exc.code)
+            return frozenset()
 
-    def add(self, key: tuple[str, str, str], ids: Sequence[str]) -> None:
-        with self._lock:
-            shown = self._shown.setdefault(key, OrderedDict())
-            self._shown.move_to_end(key)
-            for ident in ids:
-                shown[ident] = None
-                shown.move_to_end(ident)
-            while len(shown) > self._per:
-                shown.popitem(last=False)
-            while len(self._shown) > self._sessions:
-                self._shown.popitem(last=False)
+    def add(self, principal: Principal, session: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        try:
+            self.store.shown_add(
+                principal.tenant_id,
+                subject_of(principal),
+                session,
+                principal.user_id,
+                ids,
+                self._clock(),
+            )
+        except QuipuError as exc:
+            if exc.status < 500:
+                raise
+            self.failures += 1
+            log.warning("recording the shown history failed: %s", exc.code)
 
 
 class MergedRecall:
@@ -128,9 +153,9 @@ class MergedRecall:
         self._recall = RecallPipeline(
             memories.store, memo, memories.limits, memories._clock, memories.reranker
         )
-        self.history = ShownHistory()
         self.knowledge_timeout = knowledge_timeout
         self._clock = clock or (lambda: datetime.now(UTC))
+        self.history = ShownHistory(self.store, self._clock)
         # the knowledge search and all scopes but one of each call (MAX_SCOPES), two calls
         self._pool = ThreadPoolExecutor(2 * MAX_SCOPES, "quipu-context")
 
@@ -210,7 +235,6 @@ class MergedRecall:
         considered_knowledge = 0
         counts: dict[str, Any] = {}
         confidence: tuple[str, float | None] = ("none", None)
-        key = (principal.tenant_id, subject_of(principal), session or "")
         if pending is not None:
             try:
                 result = pending.result(timeout=self.knowledge_timeout)
@@ -234,7 +258,7 @@ class MergedRecall:
                     vector = snap.vectors[at] if at is not None and snap.has_vector[at] else None
                     digest = hit.article.content_hash or body_hash(hit.article.body)
                     pool.append(Pooled(hit.article.id, hit.score, digest, vector))
-                seen = self.history.seen(key) if session else frozenset()
+                seen = self.history.seen(principal, session) if session else frozenset()
                 chosen, counts = diversify(pool, size, seen, knobs)
                 considered_knowledge = len(pool)
                 by_id = {h.article.id: h for h in result.results}
@@ -256,7 +280,9 @@ class MergedRecall:
             RecallLedger(principal.tenant_id, recall_id, subject_of(principal), surfaced, now)
         )
         if session:
-            self.history.add(key, [r["id"] for r in kept if r["source"] == "knowledge"])
+            self.history.add(
+                principal, session, [r["id"] for r in kept if r["source"] == "knowledge"]
+            )
         selected_tokens = sum(int(r["tokens_estimate"]) for r in kept)
         candidate_tokens = sum(int(r["tokens_estimate"]) for r in offered)
         verdict, separation = confidence

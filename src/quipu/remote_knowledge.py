@@ -154,6 +154,16 @@ class KnowledgeCalls:
         """The articles you may read, by id, a page at a time (summaries, no bodies)."""
         return self._send(wk.list_articles(wire.given(locals())))
 
+    def article_candidates(
+        self, *, status: str = "candidate", cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """Reviewers: article bodies a model wrote for graduated memories (GRAD-1), a page."""
+        return self._send(wk.article_candidates(wire.given(locals())))
+
+    def review_article(self, candidate_id: str, decision: str, *, reason: str) -> dict[str, Any]:
+        """Reviewers: ``affirm`` (the article's next version) or ``reject`` a model's body."""
+        return self._send(wk.review_article(candidate_id, {"decision": decision, "reason": reason}))
+
 
 class AsyncKnowledgeCalls:
     """The methods of :class:`KnowledgeCalls` on :class:`quipu.AsyncClient`, awaited."""
@@ -261,3 +271,15 @@ class AsyncKnowledgeCalls:
         limit: int | None = None,
     ) -> ArticlePage:
         return await self._send(wk.list_articles(wire.given(locals())))
+
+    async def article_candidates(
+        self, *, status: str = "candidate", cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        return await self._send(wk.article_candidates(wire.given(locals())))
+
+    async def review_article(
+        self, candidate_id: str, decision: str, *, reason: str
+    ) -> dict[str, Any]:
+        return await self._send(
+            wk.review_article(candidate_id, {"decision": decision, "reason": reason})
+        )

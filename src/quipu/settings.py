@@ -403,6 +403,12 @@ class Settings(BaseModel):
         description="For `graph_weight`: an entity named by more than this share of the "
         "scope's memories (a hub, such as the user or a speaker) passes no weight.",
     )
+    graduation_model_bodies: bool = Field(
+        True,
+        description="With `extractor = model`, graduation asks that chat model for each new "
+        "article's body and stores it as a review candidate (GRAD-1), never as the article: a "
+        "reviewer affirms or rejects it. `false`, or no model: the memory's text stands.",
+    )
 
     @field_validator("*")
     @classmethod

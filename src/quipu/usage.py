@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from quipu.article_candidates import ArticleCandidates
 from quipu.core import validate
 from quipu.core.knowledge import ArticleWrite, UsageEvent, Verdict
 from quipu.core.query import RecallResult
@@ -203,6 +204,8 @@ class Graduated:
     verdict: Verdict
     article: dict[str, Any]
     memory_id: str
+    candidate_id: str | None = None
+    """A model-written body for the new article, awaiting review (GRAD-1), if one was made."""
 
     @property
     def created(self) -> bool:
@@ -214,6 +217,7 @@ class Graduated:
             "created": self.created,
             "memory_id": self.memory_id,
             "article": self.article,
+            "candidate_id": self.candidate_id,
         }
 
 
@@ -231,6 +235,8 @@ class Graduation:
         self.store = knowledge.store
         self.threshold = threshold
         self._clock = clock or (lambda: datetime.now(UTC))
+        #: Model-written bodies as review candidates, when a model is configured (GRAD-1).
+        self.candidates = ArticleCandidates(knowledge, clock=self._clock)
 
     def graduate(
         self, principal: Principal, memory_id: object, *, re_scope: object = None
@@ -273,6 +279,7 @@ class Graduation:
             "graduated": 0,
             "deduplicated": 0,
             "skipped": 0,
+            "candidates": 0,
             "gate_unavailable": False,
         }
         if not tenants:
@@ -287,7 +294,7 @@ class Graduation:
                     continue
                 memory_id = queues[tenant].pop(0)
                 try:
-                    outcome = self._sweep_one(tenant, memory_id)
+                    outcome, proposed = self._sweep_one(tenant, memory_id)
                 except EmbeddingUnavailable:
                     report["gate_unavailable"] = True
                     return report
@@ -299,18 +306,19 @@ class Graduation:
                     report["skipped"] += 1
                     continue
                 report[outcome] += 1
+                report["candidates"] += proposed
                 done += outcome != "skipped"
         return report
 
-    def _sweep_one(self, tenant_id: str, memory_id: str) -> str:
+    def _sweep_one(self, tenant_id: str, memory_id: str) -> tuple[str, bool]:
         ref = self.store.locate(tenant_id, memory_id)
         memory = None if ref is None else self.store.get(ref, memory_id)
         if ref is None or memory is None or memory.status is not Status.ACTIVE:
             # forgotten, erased or never live: stamped so it is not scanned again
             self.store.mark_graduated(tenant_id, memory_id, "", self._clock(), False)
-            return "skipped"
+            return "skipped", False
         done = self._graduate(_owner_principal(ref), memory, False)
-        return "graduated" if done.created else "deduplicated"
+        return "graduated" if done.created else "deduplicated", done.candidate_id is not None
 
     def _graduate(self, principal: Principal, memory: MemoryVersion, wide: bool) -> Graduated:
         usage = self.store.memory_usage(principal.tenant_id, memory.id)
@@ -347,7 +355,10 @@ class Graduation:
             (memory.id, article.id),
             details={"verdict": written.verdict.value, "re_scope": "tenant" if wide else None},
         )
-        return Graduated(written.verdict, article.summary(), memory.id)
+        # the model's body is a review candidate, never the article's (GRAD-1, LIFE-5)
+        candidate = self.candidates.propose(principal, article, memory) if written.created else None
+        made = None if candidate is None else candidate.id
+        return Graduated(written.verdict, article.summary(), memory.id, made)
 
     def _again(
         self,

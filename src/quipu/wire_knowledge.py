@@ -215,4 +215,25 @@ def article_page_from_dict(data: Mapping[str, Any]) -> ArticlePage:
 
 
 def graduated_from_dict(data: Mapping[str, Any]) -> Graduated:
-    return Graduated(Verdict(data["verdict"]), dict(data["article"]), str(data["memory_id"]))
+    candidate = data.get("candidate_id")
+    return Graduated(
+        Verdict(data["verdict"]),
+        dict(data["article"]),
+        str(data["memory_id"]),
+        None if candidate is None else str(candidate),
+    )
+
+
+# -- review of model-written article bodies (GRAD-1, LIFE-5) --------------------------------------
+CANDIDATES_PATH = "/v1/review/articles"
+
+
+def article_candidates(params: dict[str, Any]) -> Call[dict[str, Any]]:
+    """``GET /v1/review/articles``: a page of model-written bodies (reviewers)."""
+    return Call("GET", CANDIDATES_PATH, dict, params=params)
+
+
+def review_article(candidate_id: str, body: dict[str, Any]) -> Call[dict[str, Any]]:
+    """``POST /v1/review/articles/{candidate_id}``: affirm or reject one."""
+    ident = validate.identifier(candidate_id, field="id")
+    return Call("POST", f"{CANDIDATES_PATH}/" + quote(ident, safe=""), dict, json=body)

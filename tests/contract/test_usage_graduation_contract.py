@@ -206,3 +206,55 @@ def test_grad_001_sweep_graduates_hot_memories_fairly_within_bounds(
         a for a, _ in service.store.knowledge_live("ta")[1] if a.memory_id == hot["ta"][0]
     ]
     assert (article.visibility, article.owner) == (Visibility.OWNER, "agent")
+
+
+def test_recall_006_at_most_max_bumps_memories_per_batch(
+    service: MemoryService, alice: Principal
+) -> None:
+    """The bump cap of a batch (200 by default; 2 here): every relevant hit is an event, only
+    the first ``max_bumps`` memories' counts rise."""
+    rec = _recorder(service, Clock(), max_bumps=2)
+    ids = [
+        service.remember(alice, text).memory.id
+        for text in (
+            "The staging deploy needs the VPN switched on.",
+            "Staging deploys need the VPN to be switched on.",
+            "Switch the VPN on before the staging deploy.",
+        )
+    ]
+    hits = service.recall(alice, "does the staging deploy need the VPN switched on?", k=3)
+    assert {h.memory.id for h in hits.results} == set(ids)
+    rec.flush()
+    relevant = [e for i in ids for e in service.store.usage_events("t1", i) if e.relevant]
+    assert len(relevant) == 3
+    counted = [i for i in ids if service.store.memory_usage("t1", i) is not None]
+    assert len(counted) == 2
+    rec.close()
+
+
+def test_grad_001_sweep_scans_at_most_scan_limit_tenants_and_no_tenant_starves(
+    service: MemoryService,
+) -> None:
+    """``scan_limit`` bounds the tenants one run looks at; a busy tenant's many hot memories
+    never take the run's budget from a quiet tenant's one (turns between tenants)."""
+    grad = Graduation(KnowledgeService(service))
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    counts = {"busy": 5, "quiet": 1, "third": 1}
+    for tenant, n in counts.items():
+        who = Principal(tenant, f"key-{tenant}", Role.AGENT, agent_id="agent")
+        for i in range(n):
+            m = service.remember(who, f"Fact {i} of the {tenant} team: deploys use cache {i}.")
+            for step in range(3):
+                service.store.usage_bump(
+                    tenant, [m.memory.id], now + timedelta(hours=step), timedelta(seconds=3600)
+                )
+    bounded = grad.sweep(max_per_run=2, scan_limit=2)
+    assert bounded["tenants"] == 2 and bounded["graduated"] == 2  # "busy" and "quiet" by name
+    assert bounded["scanned"] <= 2 * 2  # each tenant's queue: ceil(2 x 2 / 2) memories
+    per = {
+        t: sum(1 for a, _ in service.store.knowledge_live(t)[1] if a.source == "graduated")
+        for t in counts
+    }
+    assert per == {"busy": 1, "quiet": 1, "third": 0}, per
+    rest = grad.sweep(max_per_run=50, scan_limit=500)
+    assert rest["graduated"] == 5 and rest["tenants"] == 2  # "busy" and "third" still hot

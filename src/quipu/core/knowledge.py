@@ -4,10 +4,11 @@ tables (``knowledge_versions``, ``recall_ledger``, ``usage_events``, ``memory_us
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from quipu.core.records import Principal, Role
 from quipu.core.text import fold
@@ -278,3 +279,84 @@ class ArticlePage:
 
     def to_dict(self) -> dict[str, Any]:
         return {"items": [a.to_dict() for a in self.items], "next_cursor": self.next_cursor}
+
+
+#: How long an article shown to a session keeps it out of that session's later merged recalls
+#: (RECALL-9 diversity); older rows count for nothing and the prune job deletes them.
+SHOWN_TTL = timedelta(hours=24)
+#: Most recently shown articles of one session a merged recall reads back.
+SHOWN_PER_SESSION = 500
+
+
+class CandidateStatus(StrEnum):
+    """Where a model-written article body stands (GRAD-1, LIFE-5)."""
+
+    CANDIDATE = "candidate"
+    """Awaiting a reviewer; never part of the article until affirmed."""
+    AFFIRMED = "affirmed"
+    """A reviewer made it the article's body (a new version)."""
+    REJECTED = "rejected"
+    """A reviewer turned it down; the article is unchanged."""
+
+
+@dataclass(frozen=True)
+class ArticleCandidate:
+    """A body a model wrote for a graduated article: a review candidate (GRAD-1, LIFE-5)."""
+
+    tenant_id: str
+    id: str
+    article_id: str
+    article_version: int
+    """The article version the body was written for (affirming needs it still current)."""
+    memory_id: str | None
+    owner: str
+    """The article's owner (the subject whose memory graduated): never its reviewer."""
+    actor: str
+    """The key whose graduation asked the model (the sweep: ``system:graduation``)."""
+    body: str
+    embedding_model: str
+    """The chat model that wrote the body (named like a model id: not screened as text)."""
+    status: CandidateStatus
+    proposed_at: datetime
+    truncated: bool = False
+    """The model's answer was longer than an article body and was cut to fit."""
+    injection_suspected: bool = False
+    """The answer looked like a prompt injection; the body holds it defanged."""
+    judged_by: str | None = None
+    judged_at: datetime | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "article_id": self.article_id,
+            "article_version": self.article_version,
+            "memory_id": self.memory_id,
+            "owner": self.owner,
+            "actor": self.actor,
+            "body": self.body,
+            "model": self.embedding_model,
+            "status": self.status.value,
+            "proposed_at": self.proposed_at.isoformat(),
+            "truncated": self.truncated,
+            "injection_suspected": self.injection_suspected,
+            "judged_by": self.judged_by,
+            "judged_at": None if self.judged_at is None else self.judged_at.isoformat(),
+            "reason": self.reason,
+        }
+
+
+class BodyWriter(Protocol):
+    """What writes an article body from a graduated memory (GRAD-1): a chat model behind
+    :class:`quipu.article_candidates.ModelBodyWriter`. Its output is only ever a review
+    candidate (LIFE-5)."""
+
+    model: str
+    counts: Counter[str]
+    """Proposals per outcome: ``proposed``, or why there was none."""
+
+    def write(self, title: str, text: str) -> tuple[str, bool]:
+        """(the model's body, whether the model stopped at its length limit). Raises
+        :class:`quipu.article_candidates.BodyUnavailable` naming why there is none."""
+
+    def close(self) -> None: ...

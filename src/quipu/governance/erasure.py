@@ -185,6 +185,9 @@ class Erasing(GovernanceBase):
                     progress(stage, done)
                 if done == 0:
                     break
+        # the articles merged recall showed the subject's sessions (RECALL-9, LIFE-4)
+        if shown := self.store.shown_erase_subject(job.tenant_id, user):
+            total.add("knowledge_shown", shown)
         result = {
             "user_id": user,
             "families": families,

@@ -7,6 +7,7 @@ from typing import Any
 
 from quipu.consolidation.index import IndexService
 from quipu.consolidation.jobs import CONSOLIDATE_INDEX, SWEEP_INDEXES, IndexJobs
+from quipu.core.knowledge import SHOWN_TTL
 from quipu.documents import DocumentService
 from quipu.extraction.base import Extractor
 from quipu.governance import ERASE_SUBJECT, GovernanceService
@@ -66,8 +67,9 @@ def build_worker(
         while True:
             n = service.store.prune_turns(datetime.now(UTC), 5000)
             deleted += n
-            if n < 5000:
-                return {"deleted": deleted}
+            if n < 5000:  # and the merged-recall shown history past its time (RECALL-9)
+                shown = service.store.shown_expire(datetime.now(UTC) - SHOWN_TTL)
+                return {"deleted": deleted, "shown_expired": shown}
 
     def embed(_lease: Lease) -> dict[str, Any]:
         return dict(embed_pending(service.for_jobs()))

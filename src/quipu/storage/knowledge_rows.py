@@ -10,10 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from quipu.core.knowledge import ArticleStatus, ArticleVersion, Visibility, title_key
+from quipu.core.knowledge import (
+    ArticleCandidate,
+    ArticleStatus,
+    ArticleVersion,
+    CandidateStatus,
+    Visibility,
+    title_key,
+)
 from quipu.storage.base import Vector
 from quipu.storage.decode import loads
-from quipu.storage.timecodec import from_micros, to_micros
+from quipu.storage.timecodec import from_micros, from_micros_opt, to_micros
 
 #: The columns of ``knowledge_versions``, in the order of :func:`to_params` and
 #: :func:`to_article` (the vector is read apart, :func:`to_vector`).
@@ -87,3 +94,58 @@ def to_vector(raw: object) -> Vector | None:
     if not data or len(data) % 4:
         return None
     return np.frombuffer(data, dtype=np.float32).copy()
+
+
+#: The columns of ``article_candidates``, in the order of :func:`candidate_params`.
+CANDIDATE_COLUMNS = (
+    "tenant_id, id, article_id, article_version, memory_id, owner, actor, body, model, status,"
+    " proposed_at, truncated, injection_suspected, judged_by, judged_at, reason"
+)
+
+
+def status_param(status: CandidateStatus | None) -> str | None:
+    return None if status is None else status.value
+
+
+def candidate_params(a: ArticleCandidate) -> tuple[object, ...]:
+    return (
+        a.tenant_id,
+        a.id,
+        a.article_id,
+        a.article_version,
+        a.memory_id,
+        a.owner,
+        a.actor,
+        a.body,
+        a.embedding_model,
+        a.status.value,
+        to_micros(a.proposed_at),
+        a.truncated,
+        a.injection_suspected,
+        a.judged_by,
+        None if a.judged_at is None else to_micros(a.judged_at),
+        a.reason,
+    )
+
+
+def to_candidate(r: Sequence[object]) -> ArticleCandidate:
+    proposed = from_micros_opt(r[10])  # type: ignore[arg-type]
+    assert proposed is not None
+    return ArticleCandidate(
+        tenant_id=str(r[0]),
+        id=str(r[1]),
+        article_id=str(r[2]),
+        article_version=int(r[3]),  # type: ignore[call-overload]
+        memory_id=None if r[4] is None else str(r[4]),
+        owner=str(r[5]),
+        actor=str(r[6]),
+        body=str(r[7]),
+        embedding_model=str(r[8]),
+        status=CandidateStatus(str(r[9])),
+        proposed_at=proposed,
+        truncated=bool(r[11]),
+        injection_suspected=bool(r[12]),
+        judged_by=None if r[13] is None else str(r[13]),
+        judged_at=from_micros_opt(r[14]),  # type: ignore[arg-type]
+        reason=None if r[15] is None else str(r[15]),
+    )

@@ -16,7 +16,14 @@ from quipu.core.graph import ChunkMirror, Entity, Extraction, Fact, Ontology
 from quipu.core.graph import Source as GraphSource
 from quipu.core.graph_links import GraphLinks
 from quipu.core.jobs import Job
-from quipu.core.knowledge import ArticleVersion, MemoryUsage, RecallLedger, UsageEvent
+from quipu.core.knowledge import (
+    ArticleCandidate,
+    ArticleVersion,
+    CandidateStatus,
+    MemoryUsage,
+    RecallLedger,
+    UsageEvent,
+)
 from quipu.core.kv import KVChange, KVEntry
 from quipu.core.memory_index import MemoryIndex
 from quipu.core.placement import Policy
@@ -420,3 +427,51 @@ class PlaneStore(Protocol):
         """Recall's multi-hop read (issue 26): the entities the memory rows ``keys`` name, the
         entities whose folded name or alias is in ``names``, how many memories name each, and
         the current active rows naming each entity that at most ``fanout`` memories name."""
+
+    # -- what merged recall showed each session (RECALL-9 diversity, issue 25) ----------------
+    def shown_add(
+        self,
+        tenant_id: str,
+        subject: str,
+        session_id: str,
+        user_id: str | None,
+        article_ids: Sequence[str],
+        at: datetime,
+    ) -> None:
+        """Record that ``article_ids`` were shown to (tenant, subject, session) at ``at``
+        (again: the time moves on); ``user_id`` is the end user the caller acted for."""
+
+    def shown_get(
+        self, tenant_id: str, subject: str, session_id: str, since: datetime, limit: int
+    ) -> frozenset[str]:
+        """The articles shown to (tenant, subject, session) after ``since``: the ``limit``
+        most recent."""
+
+    def shown_expire(self, before: datetime) -> int:
+        """Delete shown rows recorded at or before ``before`` (a bounded number of tenants per
+        call); how many went."""
+
+    def shown_erase_subject(self, tenant_id: str, user_id: str) -> int:
+        """Delete the shown rows of ``user_id`` (acted for, or the subject itself; LIFE-4)."""
+
+    # -- model-written article bodies awaiting review (GRAD-1, LIFE-5, issue 25) -------------
+    def candidate_put(self, candidate: ArticleCandidate) -> None: ...
+
+    def candidate_get(self, tenant_id: str, candidate_id: str) -> ArticleCandidate | None: ...
+
+    def candidate_list(
+        self, tenant_id: str, status: CandidateStatus | None, after: str | None, limit: int
+    ) -> list[ArticleCandidate]:
+        """The tenant's candidates (of ``status``, any when None) with id after ``after``,
+        by id."""
+
+    def candidate_judge(
+        self,
+        tenant_id: str,
+        candidate_id: str,
+        status: CandidateStatus,
+        judged_by: str,
+        at: datetime,
+        reason: str,
+    ) -> bool:
+        """Move a candidate still awaiting review to ``status``; False when it was not."""

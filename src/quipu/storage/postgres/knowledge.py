@@ -29,6 +29,7 @@ from quipu.storage.admission import admit
 from quipu.storage.base import Vector
 from quipu.storage.decode import decode_rows, loads
 from quipu.storage.knowledge_rows import COLUMNS, WIDTH, to_article, to_params, to_vector
+from quipu.storage.postgres.knowledge_shown import erase_article_rows
 from quipu.storage.timecodec import from_micros_opt, to_micros
 
 _INSERT = f"INSERT INTO knowledge_versions ({COLUMNS}) VALUES ({', '.join(['%s'] * WIDTH)})"
@@ -148,6 +149,7 @@ class KnowledgeTables:
             if not gone:
                 return False
             c.execute(_INSERT, to_params(tombstone, None))
+            erase_article_rows(c, tombstone.tenant_id, tombstone.id)
             c.execute(  # an update's reason may quote the body
                 "UPDATE audit_log SET reason = NULL WHERE tenant_id = %s AND reason IS NOT NULL"
                 " AND action LIKE 'knowledge.%%' AND target_ids && %s::text[]",

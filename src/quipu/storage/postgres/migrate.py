@@ -60,6 +60,8 @@ DISTRIBUTED = (
     "graph_entity_versions",
     "graph_merges",
     "graph_placed",
+=======    "knowledge_shown",
+    "article_candidates",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
 

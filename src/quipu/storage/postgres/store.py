@@ -51,6 +51,8 @@ from quipu.storage.postgres.graph_reads import GraphReads
 from quipu.storage.postgres.idempotency import IdempotencyTables
 from quipu.storage.postgres.index import IndexTables
 from quipu.storage.postgres.knowledge import KnowledgeTables
+from quipu.storage.postgres.knowledge_candidates import CandidateTables
+from quipu.storage.postgres.knowledge_shown import ShownTables
 from quipu.storage.postgres.kv import KVTables
 from quipu.storage.postgres.migrate import is_distributed, migrate
 from quipu.storage.postgres.placement import PlacementTables
@@ -104,6 +106,8 @@ class PostgresStore(
     PlacementTables,
     GraphReads,
     GraphLinkReads,
+    ShownTables,
+    CandidateTables,
 ):
     """A Store over a PostgreSQL database with pgvector >= 0.8. Thread-safe."""
 

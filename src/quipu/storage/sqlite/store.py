@@ -52,6 +52,8 @@ from quipu.storage.sqlite.graph_reads import GraphReads
 from quipu.storage.sqlite.idempotency import IdempotencyTables
 from quipu.storage.sqlite.index import IndexTables
 from quipu.storage.sqlite.knowledge import KnowledgeTables
+from quipu.storage.sqlite.knowledge_candidates import CandidateTables
+from quipu.storage.sqlite.knowledge_shown import ShownTables
 from quipu.storage.sqlite.kv import KVTables
 from quipu.storage.sqlite.listing import list_where
 from quipu.storage.sqlite.migrate import migrate
@@ -93,6 +95,8 @@ class SQLiteStore(
     PlacementTables,
     GraphReads,
     GraphLinkReads,
+    ShownTables,
+    CandidateTables,
 ):
     """A Store over one SQLite file. Thread-safe; several processes may share the file."""
 

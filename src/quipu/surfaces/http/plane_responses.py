@@ -120,3 +120,14 @@ class GraphRevertOut(_Open):
 
 class GraphEntityHistoryOut(_Open):
     """An entity's old versions, oldest first: ``entity_id`` and ``versions``."""
+
+
+class ArticleCandidatePageOut(_Open):
+    """Model-written article bodies (GRAD-1), by id: ``items`` (id, article_id,
+    article_version, memory_id, owner, actor, body, model, status, proposed_at, truncated,
+    injection_suspected, judged_by, judged_at, reason) and ``next_cursor``."""
+
+
+class ArticleCandidateJudgedOut(_Open):
+    """A judged candidate: ``candidate``, and when affirmed the article write's ``verdict``
+    and the ``article`` (summary of its new version)."""

@@ -11,12 +11,15 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 
+from quipu.article_candidates import ArticleCandidates
 from quipu.core.records import Principal
 from quipu.knowledge import KnowledgeService
 from quipu.recall_context import MergedRecall
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
 from quipu.surfaces.http.plane_responses import (
+    ArticleCandidateJudgedOut,
+    ArticleCandidatePageOut,
     ArticleEraseOut,
     ArticleHistoryOut,
     ArticleOut,
@@ -258,3 +261,43 @@ def list_articles(
         limit=limit,
     )
     return SafeJSONResponse(page.to_dict())
+
+
+class CandidateReviewBody(Body):
+    decision: Literal["affirm", "reject"] = Field(
+        description="affirm: the body becomes the article's next version; reject: it does not."
+    )
+    reason: str = Field(description="Why (required).")
+
+
+@router.get(
+    "/review/articles",
+    summary="Model-written article bodies awaiting review (reviewers)",
+    response_model=ArticleCandidatePageOut,
+)
+def article_candidates(
+    merged: Merged,
+    who: Who,
+    status: Annotated[
+        Literal["candidate", "affirmed", "rejected"],
+        Query(description="candidate (awaiting review), affirmed or rejected."),
+    ] = "candidate",
+    cursor: Annotated[str | None, Query(description="next_cursor of the page before.")] = None,
+    limit: Annotated[int | None, Query(description="Page size (1 to 200).")] = None,
+) -> SafeJSONResponse:
+    page = ArticleCandidates(merged.knowledge).list(who, status=status, cursor=cursor, limit=limit)
+    return SafeJSONResponse(page.to_dict())
+
+
+@router.post(
+    "/review/articles/{candidate_id}",
+    summary="Affirm or reject a model-written article body (reviewers)",
+    response_model=ArticleCandidateJudgedOut,
+)
+def review_article_candidate(
+    candidate_id: str, body: CandidateReviewBody, merged: Merged, who: Who
+) -> SafeJSONResponse:
+    judged = ArticleCandidates(merged.knowledge).review(
+        who, candidate_id, body.decision, reason=body.reason
+    )
+    return SafeJSONResponse(judged.to_dict())
