@@ -23,6 +23,7 @@ from quipu.core.records import Principal, Role
 from quipu.core.sessions import SessionBounds
 from quipu.core.urls import check_server_url, check_text, mask_credentials, url_scheme
 from quipu.embeddings.base import Embedder
+from quipu.embeddings.select import build_embedder
 from quipu.errors import ConfigurationError
 from quipu.extraction.base import Extractor
 from quipu.governance import GovernanceService
@@ -176,35 +177,6 @@ def migrate_database(settings: Settings, *, citus: bool = False) -> dict[str, An
         return {"backend": store.capabilities.backend, **report, "maintenance": store.maintain()}
     finally:
         store.close()
-
-
-def build_embedder(settings: Settings) -> Embedder | None:
-    if settings.embedder == "none":
-        return None
-    if settings.embedder == "openai":
-        from quipu.embeddings.openai_compat import OpenAICompatEmbedder
-
-        assert settings.embedding_base_url and settings.embedding_model
-        assert settings.embedding_dimension
-        return OpenAICompatEmbedder(
-            base_url=settings.embedding_base_url,
-            model=settings.embedding_model,
-            dimension=settings.embedding_dimension,
-            api_key=settings.embedding_api_key,
-            timeout=settings.embedding_timeout,
-        )
-    from quipu.embeddings.local import LocalEmbedder
-
-    return LocalEmbedder(threads=settings.embedding_threads, cache_dir=model_cache(settings))
-
-
-def model_cache(settings: Settings) -> Path | None:
-    """Where the bundled embedder keeps its rewritten model (``model_cache_dir``)."""
-    if settings.model_cache_dir:
-        return Path(settings.model_cache_dir)
-    if is_postgres_url(settings.database) or settings.database == ":memory:":
-        return None
-    return Path(settings.database + "-index")
 
 
 def build_reranker(settings: Settings) -> CrossEncoder | None:

@@ -382,8 +382,8 @@ class Settings(BaseModel):
         "",
         description="Folder where the bundled embedder keeps its model as rewritten for ONNX "
         "Runtime (checked against a pinned sha256), so later processes skip the rewrite and "
-        "the `onnx` package. Empty: a SQLite database's index folder (<database>-index/); "
-        "none for PostgreSQL.",
+        "the `onnx` package. Empty: one folder per user, $XDG_CACHE_HOME/quipu (default "
+        "~/.cache/quipu), shared by every store and backend.",
     )
     graph_weight: float = Field(
         0.0,

@@ -133,3 +133,18 @@ def test_scope_7_issue23_a_file_never_answers_for_another_scope_or_store(
     reopened = _open(elsewhere, local_embedder)
     assert {h.memory.id for q in QUERIES for h in reopened.recall(ALICE, q)} == {mine.id}
     assert reopened.store.mapped == 0  # type: ignore[attr-defined]
+
+
+def test_issue23_storage_bytes_counts_the_index_folder(seeded: Path, tmp_path: Path) -> None:
+    """``storage_bytes()`` is the database's files and its ``<database>-index/`` folder: the
+    scope files are on disk because of the store (a 100k scope's is ~175 MB)."""
+    path = _copy(seeded, tmp_path)
+    folder = tmp_path / "shared.db-index"
+    store = SQLiteStore(path)
+    try:
+        database = sum(p.stat().st_size for p in tmp_path.glob("shared.db*") if p.is_file())
+        kept = sum(p.stat().st_size for p in folder.iterdir())
+        assert kept > 0 and any(p.name.endswith(".scope") for p in folder.iterdir())
+        assert store.storage_bytes() == database + kept
+    finally:
+        store.close()

@@ -11,9 +11,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from quipu.composition import build_service, local_principal
 from quipu.embeddings import local
 from quipu.embeddings.local import LocalEmbedder
+from quipu.embeddings.select import model_cache
+from quipu.settings import Settings
 
 PROBE = "Dana prefers window seats"
 
@@ -59,3 +63,30 @@ def test_issue23_an_altered_kept_model_is_not_used(tmp_path: Path) -> None:
     vector = again.embed_query(PROBE)
     assert np.array_equal(vector, LocalEmbedder().embed_query(PROBE))
     assert hashlib.sha256(kept.read_bytes()).hexdigest() == local.REWRITTEN_SHA256  # rewritten
+
+
+def test_issue23_one_kept_model_per_user_not_per_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two SQLite stores opened at defaults keep one rewritten model, in the user's cache
+    (``$XDG_CACHE_HOME/quipu``), not a 23 MB copy in each ``<database>-index/`` folder; an
+    explicit ``model_cache_dir`` still wins."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    for name in ("a.db", "b.db"):
+        settings = Settings(database=str(tmp_path / name))
+        service = build_service(settings)
+        try:
+            service.remember(local_principal(settings), f"Dana prefers window seats ({name})")
+            service.recall(local_principal(settings), "where does Dana sit?")
+        finally:
+            service.store.close()
+        assert not list((tmp_path / f"{name}-index").glob("*.onnx"))
+    assert hashlib.sha256(_cached(tmp_path / "xdg" / "quipu").read_bytes()).hexdigest() == (
+        local.REWRITTEN_SHA256
+    )
+    chosen = Settings(database=str(tmp_path / "a.db"), model_cache_dir=str(tmp_path / "mine"))
+    assert model_cache(chosen) == tmp_path / "mine"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # ignored, as the XDG spec says
+    assert model_cache(Settings(database=str(tmp_path / "a.db"))) == (
+        Path.home() / ".cache" / "quipu"
+    )

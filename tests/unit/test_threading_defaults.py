@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from quipu.composition import build_embedder, load_settings
+from quipu.composition import load_settings
+from quipu.embeddings.select import build_embedder
 
 _PROBE = """
 import json, sys

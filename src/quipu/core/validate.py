@@ -350,6 +350,23 @@ def stored_strings(record: object, field: str = "") -> Iterator[tuple[str, str]]
             )
 
 
+#: Each type's dataclass field names, last first (None: not a dataclass): asking
+#: ``dataclasses`` for every item of every record was a tenth of a remember (issue 23).
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        pass
+    names = None
+    if dataclasses.is_dataclass(cls):  # an instance's type; a class itself is not walked
+        names = tuple(f.name for f in reversed(dataclasses.fields(cls)))
+    _FIELD_NAMES[cls] = names
+    return names
+
+
 def _record_items(record: object, path: str, depth: int) -> Iterator[tuple[str, object, int]]:
     stack: list[tuple[str, object, int]] = [(path, record, depth)]
     while stack:
@@ -358,11 +375,9 @@ def _record_items(record: object, path: str, depth: int) -> Iterator[tuple[str, 
         if level > MAX_JSON_DEPTH + 2:
             continue
         prefix = f"{where}." if where else ""
-        if dataclasses.is_dataclass(item) and not isinstance(item, type):
-            stack.extend(
-                (f"{prefix}{f.name}", getattr(item, f.name), level + 1)
-                for f in reversed(dataclasses.fields(item))
-            )
+        names = _field_names(type(item))
+        if names is not None:
+            stack.extend((f"{prefix}{name}", getattr(item, name), level + 1) for name in names)
         elif isinstance(item, dict):
             for key, inner in reversed(list(item.items())):
                 yield f"{prefix}{key}", key, level + 1

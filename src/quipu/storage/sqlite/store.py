@@ -591,14 +591,27 @@ class SQLiteStore(
         return {}
 
     def storage_bytes(self) -> int:
-        """The database file with its WAL and shared-memory files."""
+        """The database file with its WAL and shared-memory files, and the scope index files
+        kept beside it in ``<database>-index/`` (issue 23)."""
         if self.path == ":memory:":
             return 0
         base = Path(self.path)
-        return sum(p.stat().st_size for p in base.parent.glob(base.name + "*") if p.is_file())
+        files = list(base.parent.glob(base.name + "*"))
+        folder = Path(self.path + "-index")  # counted even when this process keeps no files
+        if folder.is_dir():
+            files += folder.iterdir()
+        return sum(_file_size(p) for p in files)
 
 
 __all__ = ["SQLiteStore"]
+
+
+def _file_size(path: Path) -> int:
+    """Bytes of a regular file; 0 for a folder or a file removed meanwhile."""
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0
 
 
 def _key(row: sqlite3.Row) -> object:

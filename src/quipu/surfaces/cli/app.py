@@ -146,11 +146,9 @@ def serve(
     ] = None,
 ) -> None:
     """Run the HTTP API (OpenAPI docs at /docs) on the configured store."""
-    import uvicorn
-
     from quipu.composition import hand_to_workers, serve_settings
+    from quipu.surfaces.http.boot import WORKER_FACTORY, build_app, prepare
     from quipu.surfaces.http.logs import configure_logging
-    from quipu.surfaces.http.server import WORKER_FACTORY, build_server
 
     settings = serve_settings(
         _settings(db, config, host=host, port=port, auth=auth, workers=workers)
@@ -164,7 +162,14 @@ def serve(
         raise typer.Exit(2)
     logging_config = configure_logging(settings.log_level, settings.log_format)
     try:
-        api, runtime = build_server(settings)
+        # With several workers this process only readies the store: each worker builds its
+        # own server (surfaces.http.boot), so building one here too only delayed the start.
+        if processes_count > 1:
+            runtime = None
+            has_tenants = prepare(settings)
+        else:
+            api, runtime = build_app(settings)
+            has_tenants = bool(runtime.service.store.list_tenants()) if settings.auth else True
     except QuipuError as exc:
         fail(exc, 2)
     url = f"http://{settings.host}:{settings.port}"
@@ -175,23 +180,21 @@ def serve(
         f"Quipu {shown} on {url} ({mode}{processes}); OpenAPI docs: {url}/docs",
         markup=False,
     )
-    service = runtime.service
-    if settings.auth and not service.store.list_tenants():
+    if not has_tenants:
         console.print(
             "No tenants or keys yet. Create the first admin key (shown once):\n"
             f"  quipu tenants create acme --db {shown}\n"
             f"  quipu keys create --tenant acme --role admin --db {shown}",
             markup=False,
         )
-    if processes_count > 1:
-        # The store is open and migrated; each worker process builds its own server from the
-        # same settings (surfaces.http.server.app_from_environment).
+    if runtime is None:
+        # The store is migrated; each worker process builds its own server from the same
+        # settings (surfaces.http.boot.app_from_environment).
         from quipu.surfaces.http.workers import run_workers, share_metrics
 
-        runtime.close()
         hand_to_workers(settings)
         with share_metrics():
-            run_workers(
+            started = run_workers(
                 WORKER_FACTORY,
                 workers=processes_count,
                 host=settings.host,
@@ -199,7 +202,12 @@ def serve(
                 log_level=settings.log_level,
                 log_format=settings.log_format,
             )
+        if not started:
+            err.print("[red]a worker could not start[/red] (its error is logged above)")
+            raise typer.Exit(2)
         return
+    import uvicorn
+
     if settings.worker_embedded:
         runtime.worker.start()
     try:

@@ -3,7 +3,8 @@ runtime the composition root builds from settings."""
 
 from __future__ import annotations
 
-import atexit
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from threadpoolctl import threadpool_limits
@@ -11,25 +12,23 @@ from threadpoolctl import threadpool_limits
 from quipu.auth.ratelimit import SharedRateLimiter
 from quipu.composition import (
     build_access,
-    build_embedder,
     build_runtime,
     build_service,
-    handed_settings,
     local_principal,
 )
 from quipu.embeddings.base import Embedder
+from quipu.embeddings.select import build_embedder
 from quipu.extraction.base import Extractor
 from quipu.runtime import Runtime
 from quipu.settings import Settings
-from quipu.surfaces.console import CONSOLE_PATH, create_console
 from quipu.surfaces.http.app import create_app
 from quipu.surfaces.http.auth import bearer_resolver, local_resolver
-from quipu.surfaces.http.logs import configure_logging
-from quipu.surfaces.mcp import LOOPBACK_HOSTS, mount_mcp
+from quipu.surfaces.http.deferred_mcp import mount_mcp_deferred
 from quipu.surfaces.metrics import CountingEmbedder, observe_harvest
 
-#: The uvicorn factory of each `quipu serve --workers N` process (:func:`app_from_environment`).
-WORKER_FACTORY = "quipu.surfaces.http.server:app_from_environment"
+if TYPE_CHECKING:
+    from quipu.core.records import Principal
+    from quipu.surfaces.mcp.http import Endpoint
 
 
 def build_server(
@@ -61,16 +60,7 @@ def build_server(
             idempotency_ttl_seconds=settings.idempotency_ttl_seconds,
         )
         mcp_principal = local_principal(settings, "mcp")
-        mount_mcp(
-            app,
-            service,
-            lambda _token: mcp_principal,
-            allowed_hosts=LOOPBACK_HOSTS,
-            sessions=runtime.sessions,
-            governance=runtime.governance,
-            index=runtime.index,
-            harvest=runtime.harvest,
-        )
+        mount_mcp_deferred(app, _mcp(runtime, lambda _token: mcp_principal, loopback=True))
         return app, runtime
     service.limiter = SharedRateLimiter(
         service.store, settings.rate_limit_per_second, settings.rate_limit_burst
@@ -84,30 +74,32 @@ def build_server(
         runtime=runtime,
         idempotency_ttl_seconds=settings.idempotency_ttl_seconds,
     )
-    mount_mcp(
-        app,
-        service,
-        lambda token: access.authenticate(token, surface="mcp"),
-        sessions=runtime.sessions,
-        governance=runtime.governance,
-        index=runtime.index,
-        harvest=runtime.harvest,
-    )
+    authenticate = lambda token: access.authenticate(token, surface="mcp")  # noqa: E731
+    mount_mcp_deferred(app, _mcp(runtime, authenticate, loopback=False))
+    from quipu.surfaces.console import CONSOLE_PATH, create_console
+
     app.mount(CONSOLE_PATH, create_console(runtime, access))  # the operator console (OPS-4)
     return app, runtime
 
 
-def app_from_environment() -> FastAPI:
-    """The app of one worker process of `quipu serve --workers N` (a uvicorn factory).
+def _mcp(
+    runtime: Runtime, authenticate: Callable[[str], Principal], *, loopback: bool
+) -> Callable[[], Endpoint]:
+    """What builds the MCP endpoint once the app runs (:mod:`.deferred_mcp`): importing the
+    MCP SDK is most of a server's import time. ``loopback``: a local server without
+    authentication, which checks the Host header (DNS rebinding)."""
 
-    The parent resolved and checked the settings, ran the migrations and printed the start-up
-    notes; each worker rebuilds the same server from the settings it was handed. Every worker
-    runs its own job worker thread when ``worker_embedded`` is on: jobs are leased in the
-    store, so several workers never run the same job twice."""
-    settings = handed_settings()
-    configure_logging(settings.log_level, settings.log_format)  # before MCP reaches for Rich
-    app, runtime = build_server(settings)
-    if settings.worker_embedded:
-        runtime.worker.start()
-    atexit.register(runtime.close)
-    return app
+    def build() -> Endpoint:
+        from quipu.surfaces.mcp.http import LOOPBACK_HOSTS, mcp_endpoint
+
+        return mcp_endpoint(
+            runtime.service,
+            authenticate,
+            allowed_hosts=LOOPBACK_HOSTS if loopback else None,
+            sessions=runtime.sessions,
+            governance=runtime.governance,
+            index=runtime.index,
+            harvest=runtime.harvest,
+        )
+
+    return build

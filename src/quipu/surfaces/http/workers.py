@@ -91,6 +91,9 @@ class Supervisor(Multiprocess):
     "Child process [pid] died", whether the worker exited, was killed by a signal (the
     out-of-memory killer's SIGKILL) or stopped answering the health check and was killed."""
 
+    #: A worker exited as unable to start (uvicorn's STARTUP_FAILURE), which stopped the server.
+    failed = False
+
     def keep_subprocess_alive(self) -> None:
         if self.should_exit.is_set():
             return
@@ -104,6 +107,7 @@ class Supervisor(Multiprocess):
             process.join()
             if process.exitcode == STARTUP_FAILURE:
                 log.error("worker %s failed to start; stopping the server", process.pid)
+                self.failed = True
                 self.should_exit.set()
                 return
             if self.should_exit.is_set():
@@ -151,9 +155,10 @@ def share_metrics() -> Iterator[None]:
 
 def run_workers(
     factory: str, *, workers: int, host: str, port: int, log_level: str, log_format: str = "json"
-) -> None:
+) -> bool:
     """Serve the app ``factory`` (``module:function``) from ``workers`` processes; returns
-    when the supervisor stops (SIGINT/SIGTERM)."""
+    when the supervisor stops (SIGINT/SIGTERM): True, or False when it stopped because a
+    worker could not start."""
     config = uvicorn.Config(
         factory,
         factory=True,
@@ -167,7 +172,9 @@ def run_workers(
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
         loop=f"{__name__}:SharedAcceptLoop",
     )
-    Supervisor(config, sockets=[listening_socket(config)]).run()
+    supervisor = Supervisor(config, sockets=[listening_socket(config)])
+    supervisor.run()
+    return not supervisor.failed
 
 
 def listening_socket(config: uvicorn.Config) -> socket.socket:

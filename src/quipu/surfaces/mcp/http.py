@@ -15,8 +15,8 @@ with a JSON-RPC error naming the field and carrying the request's id (issue 20, 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import replace
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio.to_thread
@@ -176,6 +176,50 @@ def mount_mcp(
     the app's lifespan, which this wraps. A request body over ``max_body_bytes`` is refused
     (413); in the HTTP app the app-wide limit applies first.
     """
+    endpoint = mcp_endpoint(
+        service,
+        authenticate,
+        allowed_hosts=allowed_hosts,
+        sessions=sessions,
+        governance=governance,
+        index=index,
+        harvest=harvest,
+        max_body_bytes=max_body_bytes,
+    )
+    app.router.routes.append(Route(path, endpoint=endpoint.app))
+    previous = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(outer: Any) -> AsyncIterator[Any]:
+        async with endpoint.running(), previous(outer) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
+    return endpoint.server
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The MCP endpoint of :func:`mcp_endpoint`: its ASGI app, answering once ``running()``
+    is entered (for the app's lifespan), and its server."""
+
+    app: ASGIApp
+    running: Callable[[], AbstractAsyncContextManager[None]]
+    server: MCPServer
+
+
+def mcp_endpoint(
+    service: MemoryService,
+    authenticate: Authenticate,
+    *,
+    allowed_hosts: Sequence[str] | None = None,
+    sessions: SessionService | None = None,
+    governance: GovernanceService | None = None,
+    index: IndexService | None = None,
+    harvest: Harvester | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> Endpoint:
+    """The authenticated MCP endpoint :func:`mount_mcp` mounts (see there), not yet mounted."""
     server = create_mcp_server(
         service,
         principal_from_request,
@@ -192,14 +236,4 @@ def mount_mcp(
             allowed_origins=[f"{s}://{h}" for h in allowed_hosts for s in ("http", "https")],
         )
     transport = _Transport(server, security, max_body_bytes)
-    endpoint = BearerAuth(transport, authenticate, max_body_bytes)
-    app.router.routes.append(Route(path, endpoint=endpoint))
-    previous = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(outer: Any) -> AsyncIterator[Any]:
-        async with transport.running(), previous(outer) as state:
-            yield state
-
-    app.router.lifespan_context = lifespan
-    return server
+    return Endpoint(BearerAuth(transport, authenticate, max_body_bytes), transport.running, server)
