@@ -60,7 +60,7 @@ DISTRIBUTED = (
     "graph_entity_versions",
     "graph_merges",
     "graph_placed",
-=======    "knowledge_shown",
+    "knowledge_shown",
     "article_candidates",
 )
 REFERENCE = ("store_meta", "tenant_keys", "tenants", "credentials")
