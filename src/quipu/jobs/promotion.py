@@ -59,8 +59,10 @@ from quipu.jobs.episodes import Episode, PrefetchedEmbedder, episodes_of, promot
 from quipu.jobs.queue import Lease, LeaseLost
 from quipu.jobs.worker import SYSTEM_TENANT, Retryable
 from quipu.memories import MemoryService
+from quipu.memory_batch import NewMemory, remember_batch
 from quipu.safety import scrub_secrets
 from quipu.sessions import promotion_job
+from quipu.storage.admission import clean_text
 
 #: The kinds a near-duplicate supersede may replace: every kind but ``episode``.
 _FACT_KINDS = frozenset(k for k in Kind if k is not Kind.EPISODE)
@@ -176,7 +178,10 @@ class Promoter:
             grants=frozenset(p.get("grants", [])),
             surface="promotion",
         )
-        counts = self._write(principal, key, result, lease, turns)
+        # The session's writes — facts, supersedes, episodes, the embedding job — commit
+        # together or not at all: a failure (or a lost lease) leaves the re-run a clean slate.
+        with self.store.transaction(key.tenant_id):
+            counts = self._write(principal, key, result, lease, turns)
         return PROMOTED, {"outcome": PROMOTED, "turns": len(turns), **counts}
 
     def _write(
@@ -279,7 +284,7 @@ class Promoter:
                     counts["superseded"] += 1
             if previous is not None or written.created:
                 lease.heartbeat({"written": counts["created"]})
-        self._write_episodes(memory, principal, scope, ref, key, episodes, lease, counts)
+        self._write_episodes(memory, principal, scope, ref, key, episodes, counts)
         if counts["episodes"] and self.config.defer_episode_embedding:
             self._enqueue_embedding()
         return counts
@@ -292,48 +297,53 @@ class Promoter:
         ref: ScopeRef,
         key: SessionKey,
         episodes: list[Episode],
-        lease: Lease,
         counts: dict[str, int],
     ) -> None:
         """Keep the session's words: each episode written once per session (a re-run skips
         what this session already wrote, in any status), active and unverified, never
-        superseding anything (issue 24, CONSOL-3)."""
-        for n, episode in enumerate(episodes):
-            text, _ = scrub_secrets(episode.text)
+        superseding anything (issue 24, CONSOL-3); all of them in one batch, each screened
+        once (:func:`quipu.memory_batch.remember_batch`)."""
+        items: list[NewMemory] = []
+        for episode in episodes:
+            # one secret scan per text: a clean text's verdict is kept for the store's screen
+            text = episode.text if clean_text(episode.text) else scrub_secrets(episode.text)[0]
             if self._promoted_before(ref, key.session_id, text) is not None:
                 counts["duplicates"] += 1
                 continue
             exact = text == episode.text  # a scrubbed span no longer locates the turn's words
-            try:
-                written = memory.remember(
-                    principal,
+            turn = TurnRef(
+                episode.turn_seq,
+                episode.role,
+                episode.start if exact else None,
+                episode.end if exact else None,
+            )
+            items.append(
+                NewMemory(
                     text,
-                    scope=scope,
                     kind=Kind.EPISODE.value,
-                    confidence=1.0,
                     source=Source.PROMOTED.value,
                     session_id=key.session_id,
                     observed_at=episode.said_at,
-                    defer_embedding=self.config.defer_episode_embedding,
-                    turn=TurnRef(
-                        episode.turn_seq,
-                        episode.role,
-                        episode.start if exact else None,
-                        episode.end if exact else None,
-                    ),
+                    turn=turn,
                 )
-            except QuipuError as exc:
-                if _transient(exc):
-                    raise
-                counts["dropped_quota" if isinstance(exc, LimitExceeded) else "rejected"] += 1
-                continue
-            if written.created:
+            )
+        results = remember_batch(
+            memory,
+            principal,
+            items,
+            scope=scope,
+            defer_embedding=self.config.defer_episode_embedding,
+        )
+        for result in results:
+            if isinstance(result, QuipuError):
+                if _transient(result):
+                    raise result
+                counts["dropped_quota" if isinstance(result, LimitExceeded) else "rejected"] += 1
+            elif result.created:
                 counts["created"] += 1  # every memory written; ``episodes`` of them verbatim
                 counts["episodes"] += 1
             else:
                 counts["duplicates"] += 1
-            if n % 25 == 24:
-                lease.heartbeat({"written": counts["created"], "episodes": counts["episodes"]})
 
     def _enqueue_embedding(self) -> None:
         """Ask for the deferred episodes' vectors: one durable ``embed_pending`` job, a system

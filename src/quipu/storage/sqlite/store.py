@@ -42,6 +42,7 @@ from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
 from quipu.storage.graph_rows import same_text
 from quipu.storage.joined import joined_to
+from quipu.storage.sqlite.batch import BatchTables
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
@@ -78,6 +79,7 @@ _LOG_KEPT = 1024
 
 class SQLiteStore(
     ScopeSearch,
+    BatchTables,
     BulkTables,
     ControlTables,
     WorkTables,
@@ -170,9 +172,13 @@ class SQLiteStore(
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
-                with self._index_lock:
-                    self._indexes.clear()
+                self._drop_indexes()
                 raise
+
+    def _drop_indexes(self) -> None:
+        """Forget this process's scope indexes (a rollback took back rows they may hold)."""
+        with self._index_lock:
+            self._indexes.clear()
 
     def close(self) -> None:
         with self._index_lock:
@@ -246,35 +252,49 @@ class SQLiteStore(
     ) -> WriteResult:
         admit(memory)
         with self._tx() as c:
-            live = memory.status in LIVE
-            if live:
-                dup = c.execute(
-                    f"SELECT {COLUMNS} FROM memory_versions WHERE tenant_id = ? AND scope = ?"
-                    f" AND owner = ? AND content_hash = ? AND is_current = 1 AND project IS ?"
-                    f" AND status IN ({','.join('?' * len(_LIVE))}) LIMIT 1",
-                    (
-                        ref.tenant_id,
-                        ref.scope.value,
-                        ref.owner,
-                        memory.content_hash,
-                        memory.project,
-                        *_LIVE,
-                    ),
-                ).fetchone()
-                if dup is not None:
-                    return WriteResult(to_record(dup), created=False)
-                count = self._live_count(c, ref)
-                if count >= quota:
-                    raise LimitExceeded(
-                        f"this scope owner already holds {count} live memories (quota {quota})",
-                        code="quota_exceeded",
-                        details={"quota": quota, "live": count},
-                    )
-            key, terms = self._write_version(c, ref, memory, vector, embedding_key, by)
-            mirror_in(c, ref, memory, graph, memory.recorded_at)  # GRAPH-1: same transaction
-            generation = self._bump(c, ref, 1 if live else 0)
-            self._log(c, ref, generation, key, None)
-            self._cache_add(ref, generation, key, memory, None, vector, terms)
+            return self._insert(c, ref, memory, vector, embedding_key, quota, by, graph)
+
+    def _insert(
+        self,
+        c: sqlite3.Connection,
+        ref: ScopeRef,
+        memory: MemoryVersion,
+        vector: Vector | None,
+        embedding_key: str | None,
+        quota: int,
+        by: Actor,
+        graph: GraphDraft | None,
+    ) -> WriteResult:
+        """:meth:`insert` inside the caller's transaction (one row of a batch, too)."""
+        live = memory.status in LIVE
+        if live:
+            dup = c.execute(
+                f"SELECT {COLUMNS} FROM memory_versions WHERE tenant_id = ? AND scope = ?"
+                f" AND owner = ? AND content_hash = ? AND is_current = 1 AND project IS ?"
+                f" AND status IN ({','.join('?' * len(_LIVE))}) LIMIT 1",
+                (
+                    ref.tenant_id,
+                    ref.scope.value,
+                    ref.owner,
+                    memory.content_hash,
+                    memory.project,
+                    *_LIVE,
+                ),
+            ).fetchone()
+            if dup is not None:
+                return WriteResult(to_record(dup), created=False)
+            count = self._live_count(c, ref)
+            if count >= quota:
+                raise LimitExceeded(
+                    f"this scope owner already holds {count} live memories (quota {quota})",
+                    code="quota_exceeded",
+                    details={"quota": quota, "live": count},
+                )
+        key, terms = self._write_version(c, ref, memory, vector, embedding_key, by)
+        mirror_in(c, ref, memory, graph, memory.recorded_at)  # GRAPH-1: same transaction
+        generation = self._bump(c, ref, 1 if live else 0)
+        self._log(c, ref, generation, key, None)
+        self._cache_add(ref, generation, key, memory, None, vector, terms)
         return WriteResult(memory, created=True)
 
     def append(
@@ -492,7 +512,7 @@ class SQLiteStore(
     # -- reads -------------------------------------------------------------------------------
     def locate(self, tenant_id: str, memory_id: str) -> ScopeRef | None:
         row = (
-            self._reader()
+            self._read()
             .execute(
                 "SELECT scope, owner FROM memory_versions WHERE tenant_id = ? AND id = ?"
                 " AND is_current = 1",
@@ -502,13 +522,18 @@ class SQLiteStore(
         )
         return None if row is None else ScopeRef(tenant_id, Scope(row[0]), row[1])
 
+    def _read(self) -> sqlite3.Connection:
+        """The reader, or this thread's open ``transaction()`` (its own writes are visible)."""
+        joined: sqlite3.Connection | None = joined_to(self)
+        return self._reader() if joined is None else joined
+
     def get(self, ref: ScopeRef, memory_id: str) -> MemoryVersion | None:
-        row = self._current_row(self._reader(), ref, memory_id)
+        row = self._current_row(self._read(), ref, memory_id)
         return None if row is None else decode_row(to_record, row, row["key"])
 
     def history(self, ref: ScopeRef, memory_id: str) -> list[MemoryVersion]:
         rows = fetch_all(
-            self._reader(),
+            self._read(),
             f"SELECT {COLUMNS} FROM memory_versions"
             " WHERE tenant_id = ? AND id = ? AND scope = ? AND owner = ? ORDER BY version",
             (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
@@ -516,7 +541,7 @@ class SQLiteStore(
         return decode_rows(to_record, rows, _key)
 
     def count_live(self, ref: ScopeRef) -> int:
-        return self._live_count(self._reader(), ref)
+        return self._live_count(self._read(), ref)
 
     def list_page(self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int) -> Page:
         where, params = list_where(ref, filters)
@@ -540,7 +565,7 @@ class SQLiteStore(
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str
     ) -> list[tuple[int, str]]:
-        conn = self._reader()
+        conn = self._read()
         params = (ref.tenant_id, ref.scope.value, ref.owner)
         out = [
             (int(r[0]), "alias")
@@ -562,7 +587,7 @@ class SQLiteStore(
 
     def load(self, keys: Sequence[int]) -> dict[int, MemoryVersion]:
         out: dict[int, MemoryVersion] = {}
-        conn = self._reader()
+        conn = self._read()
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), _CHUNK):
             part = unique[start : start + _CHUNK]
