@@ -350,18 +350,32 @@ def stored_strings(record: object, field: str = "") -> Iterator[tuple[str, str]]
             )
 
 
+#: The field names of each dataclass the walk met (None: not a dataclass): a write's records
+#: are walked on every admission, and ``dataclasses.fields`` per item was most of the walk.
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+#: Leaf types, yielded and never entered.
+_LEAVES = (str, int, float, bool, type(None), datetime)
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    if cls not in _FIELDS:
+        dataclass = dataclasses.is_dataclass(cls)
+        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)) if dataclass else None
+    return _FIELDS[cls]
+
+
 def _record_items(record: object, path: str, depth: int) -> Iterator[tuple[str, object, int]]:
     stack: list[tuple[str, object, int]] = [(path, record, depth)]
     while stack:
         where, item, level = stack.pop()
         yield where, item, level
-        if level > MAX_JSON_DEPTH + 2:
+        if level > MAX_JSON_DEPTH + 2 or isinstance(item, _LEAVES):
             continue
         prefix = f"{where}." if where else ""
-        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        names = None if isinstance(item, type) else _field_names(type(item))
+        if names:
             stack.extend(
-                (f"{prefix}{f.name}", getattr(item, f.name), level + 1)
-                for f in reversed(dataclasses.fields(item))
+                (f"{prefix}{name}", getattr(item, name), level + 1) for name in reversed(names)
             )
         elif isinstance(item, dict):
             for key, inner in reversed(list(item.items())):

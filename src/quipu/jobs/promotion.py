@@ -62,7 +62,7 @@ from quipu.memories import MemoryService
 from quipu.memory_batch import NewMemory, remember_batch
 from quipu.safety import scrub_secrets
 from quipu.sessions import promotion_job
-from quipu.storage.admission import clean_text
+from quipu.storage.admission import clean_text, verdicts
 
 #: The kinds a near-duplicate supersede may replace: every kind but ``episode``.
 _FACT_KINDS = frozenset(k for k in Kind if k is not Kind.EPISODE)
@@ -180,7 +180,9 @@ class Promoter:
         )
         # The session's writes — facts, supersedes, episodes, the embedding job — commit
         # together or not at all: a failure (or a lost lease) leaves the re-run a clean slate.
-        with self.store.transaction(key.tenant_id):
+        # Each record is screened once, by the use case; the store's admission of the same
+        # object reuses that verdict (admission.verdicts).
+        with self.store.transaction(key.tenant_id), verdicts():
             counts = self._write(principal, key, result, lease, turns)
         return PROMOTED, {"outcome": PROMOTED, "turns": len(turns), **counts}
 

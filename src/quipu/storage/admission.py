@@ -25,7 +25,12 @@ from typing import Any
 
 from quipu.core import validate
 from quipu.core.records import MemoryVersion
-from quipu.safety import find_secrets, find_secrets_in_value, secret_error
+from quipu.safety import (
+    find_secrets,
+    find_secrets_in_value,
+    looks_like_injection,
+    secret_error,
+)
 
 _CLEAN: OrderedDict[bytes, None] = OrderedDict()
 _CLEAN_LOCK = threading.Lock()
@@ -102,10 +107,24 @@ def verdicts() -> Iterator[None]:
         yield
         return
     _VERDICTS.memo = {}
+    _VERDICTS.injected = {}
     try:
         yield
     finally:
         _VERDICTS.memo = None
+        _VERDICTS.injected = None
+
+
+def injected(text: str) -> bool:
+    """:func:`~quipu.safety.looks_like_injection`, its verdict per text kept while
+    :func:`verdicts` is open on this thread (a batch's rows share their session id, role…)."""
+    memo: dict[str, bool] | None = getattr(_VERDICTS, "injected", None)
+    if memo is None:
+        return looks_like_injection(text)
+    found = memo.get(text)
+    if found is None:
+        found = memo[text] = looks_like_injection(text)
+    return found
 
 
 def admit_versions(items: Iterable[Exported]) -> Iterator[Exported]:
