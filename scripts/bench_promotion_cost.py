@@ -30,7 +30,27 @@ from typing import Any
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
 
 
-def _child(limit: int, profile: str | None) -> dict[str, Any]:
+def _cost_only(pp: Any, dialogue: Any, embedder: Any, workdir: Path, out: Any) -> None:
+    """Append and promote each session (timed), as ``_run_arm("new")`` does, and stop there."""
+    from quipu.jobs.worker import Worker
+    from quipu.sessions import PROMOTE
+
+    rt = pp._runtime(workdir / "cost.db", embedder, "new")
+    try:
+        for t in dialogue.turns:
+            rt.sessions.append(pp._WHO, t.session_id, t.role, t.text, observed_at=t.at)
+        only = Worker(rt.worker.queue, {PROMOTE: rt.worker.handlers[PROMOTE]})
+        for sid in dict.fromkeys(t.session_id for t in dialogue.turns):
+            started, cpu = time.perf_counter(), time.process_time()
+            rt.sessions.promote(pp._WHO, sid)
+            only.drain()
+            out.session_ms.append(1000 * (time.perf_counter() - started))
+            out.written_facts.append({"cpu_ms": 1000 * (time.process_time() - cpu)})
+    finally:
+        rt.close()
+
+
+def _child(limit: int, profile: str | None, cost_only: bool = False) -> dict[str, Any]:
     from quipu.embeddings.local import LocalEmbedder
     from quipu.evals import promotion_public as pp
 
@@ -41,7 +61,10 @@ def _child(limit: int, profile: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         for dialogue in dialogues:
             if profile is None:
-                pp._run_arm("new", dialogue, embedder, Path(tmp), out)
+                if cost_only:
+                    _cost_only(pp, dialogue, embedder, Path(tmp), out)
+                else:
+                    pp._run_arm("new", dialogue, embedder, Path(tmp), out)
                 continue
             import cProfile
             import pstats
@@ -66,8 +89,10 @@ def _child(limit: int, profile: str | None) -> dict[str, Any]:
             pstats.Stats(profile).sort_stats("cumulative").print_stats(45)
     hits = list(out.hits.values())
     raw = sum(len(t.text) for d in dialogues for t in d.turns)
+    cpu = [f["cpu_ms"] for f in out.written_facts if "cpu_ms" in f]
     return {
         "session_ms": [round(x, 2) for x in out.session_ms],
+        "session_cpu_ms": [round(x, 2) for x in cpu],
         "backfill_ms": round(out.backfill_ms, 1),
         "any@5": round(sum(a for a, _ in hits) / len(hits), 3) if hits else None,
         "all@5": round(sum(b for _, b in hits) / len(hits), 3) if hits else None,
@@ -92,9 +117,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=1, help="LoCoMo conversations")
     parser.add_argument("--profile")
     parser.add_argument("--child", action="store_true")
+    parser.add_argument(
+        "--cost-only",
+        action="store_true",
+        help="time the promotions only (no embedding backfill, no questions)",
+    )
     args = parser.parse_args()
     if args.child or args.profile:
-        print(json.dumps(_child(args.limit, args.profile)))
+        print(json.dumps(_child(args.limit, args.profile, args.cost_only)))
         return
     trees = dict(t.split("=", 1) for t in args.tree)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
@@ -104,7 +134,8 @@ def main() -> None:
             load = os.getloadavg()[0]
             env = {**os.environ, "PYTHONPATH": str(Path(trees[name]).resolve())}
             done = subprocess.run(
-                [sys.executable, __file__, "--child", "--limit", str(args.limit)],
+                [sys.executable, __file__, "--child", "--limit", str(args.limit)]
+                + (["--cost-only"] if args.cost_only else []),
                 env=env,
                 check=True,
                 capture_output=True,
@@ -113,10 +144,11 @@ def main() -> None:
             result = json.loads(done.stdout.strip().splitlines()[-1])
             result["load"] = round(load, 2)
             runs[name].append(result)
-            ms = result["session_ms"]
+            ms, cpu = result["session_ms"], result["session_cpu_ms"] or [0.0]
             print(
                 f"round {r + 1} {name}: median {statistics.median(ms):.1f} ms"
-                f" p95 {_p95(ms):.1f} ms load {load:.2f}",
+                f" p95 {_p95(ms):.1f} ms (cpu median {statistics.median(cpu):.1f} ms)"
+                f" load {load:.2f}",
                 file=sys.stderr,
             )
     summary: dict[str, Any] = {}
@@ -128,7 +160,12 @@ def main() -> None:
             "median_ms_per_round": [round(m, 1) for m in medians],
             "p95_ms_per_round": [round(p, 1) for p in p95s],
             "load_per_round": [x["load"] for x in results],
-            **{k: last[k] for k in last if k not in ("session_ms", "load")},
+            "cpu_median_ms_per_round": [
+                round(statistics.median(x["session_cpu_ms"]), 1)
+                for x in results
+                if x["session_cpu_ms"]
+            ],
+            **{k: last[k] for k in last if k not in ("session_ms", "session_cpu_ms", "load")},
         }
     names = list(trees)
     if len(names) == 2:

@@ -264,8 +264,10 @@ class SQLiteStore(
         quota: int,
         by: Actor,
         graph: GraphDraft | None,
+        context: list[str] | None = None,
     ) -> WriteResult:
-        """:meth:`insert` inside the caller's transaction (one row of a batch, too)."""
+        """:meth:`insert` inside the caller's transaction (one row of a batch, too);
+        ``context``: the session context's tokens when the caller knows them."""
         live = memory.status in LIVE
         if live:
             dup = c.execute(
@@ -290,7 +292,7 @@ class SQLiteStore(
                     code="quota_exceeded",
                     details={"quota": quota, "live": count},
                 )
-        key, terms = self._write_version(c, ref, memory, vector, embedding_key, by)
+        key, terms = self._write_version(c, ref, memory, vector, embedding_key, by, context)
         mirror_in(c, ref, memory, graph, memory.recorded_at)  # GRAPH-1: same transaction
         generation = self._bump(c, ref, 1 if live else 0)
         self._log(c, ref, generation, key, None)
@@ -420,9 +422,11 @@ class SQLiteStore(
         vector: Vector | None,
         embedding_key: str | None,
         by: Actor | None,
+        context: list[str] | None = None,
     ) -> tuple[int, list[str]]:
         """Insert one version row, with its audit line naming ``by`` (none for a verbatim
-        import, which the service audits as one event); returns its key and BM25 keys."""
+        import, which the service audits as one event); returns its key and BM25 keys.
+        ``context``: the tokens :meth:`_context_terms` would read, when the caller has them."""
         blob = None
         if vector is not None and embedding_key is not None and memory.embedding_model:
             blob = np.asarray(vector, dtype=np.float32).tobytes()
@@ -430,7 +434,7 @@ class SQLiteStore(
             embedding_key = None
         terms = indexed_keys(
             document_tokens(memory.text, memory.aliases, memory.observed_at),
-            self._context_terms(c, ref, memory),
+            self._context_terms(c, ref, memory) if context is None else context,
         )
         cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key, blob, terms))
         key = cursor.lastrowid
