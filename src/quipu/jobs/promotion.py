@@ -298,6 +298,8 @@ class Promoter:
             self._write_episodes(memory, principal, scope, ref, key, episodes, counts)
             if counts["episodes"] and self.config.defer_episode_embedding:
                 self._enqueue_embedding()
+            # Fenced at commit: a worker whose lease was taken over meanwhile commits nothing.
+            lease.heartbeat({"written": counts["created"], "episodes": counts["episodes"]})
         return counts
 
     def _write_episodes(
