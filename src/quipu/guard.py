@@ -29,8 +29,7 @@ from quipu.core.records import (
 )
 from quipu.core.scopes import check_write, is_reviewer, resolve_scope
 from quipu.errors import Forbidden, InvalidInput, NotFound
-from quipu.safety import looks_like_injection
-from quipu.storage.admission import admit, free_text
+from quipu.storage.admission import admit, free_text, injected
 from quipu.storage.base import Store
 
 #: Relations of versions that set a family's content (who wrote it, for self-review).
@@ -195,7 +194,7 @@ class Guard:
         """Whether any free-text field of ``record`` — text, quote, reason, tags, aliases,
         metadata keys and values — looks like a prompt injection (SAFE-2): such a write is
         stored ``quarantined``, out of every read path until a reviewer releases it."""
-        return any(looks_like_injection(value) for _, value in free_text(record))
+        return any(injected(value) for _, value in free_text(record))  # one verdict per text
 
     def audit(
         self,

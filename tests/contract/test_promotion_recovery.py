@@ -135,7 +135,8 @@ def test_job_002_a_transient_refusal_leaves_the_session_to_promote_again(
 ) -> None:  # type: ignore[no-untyped-def]
     """Issue 20 #6: a rate-limited write was counted as dropped and the session marked
     promoted, so promoting again added nothing. Now the attempt ends as a retry, the watermark
-    says so, and the retry writes what was missing, once."""
+    says so, and the retry writes the session once. Issue 24: a session's writes commit
+    together, so the refused attempt leaves none of them (it used to keep the first two)."""
     store = make_store()
     clock = Clock()
     ticks = [0.0]
@@ -155,13 +156,14 @@ def test_job_002_a_transient_refusal_leaves_the_session_to_promote_again(
     assert (first.last_error or "").startswith("rate_limited: refused for now")
     mark = store.get_watermark(SessionKey("t1", session_owner(alice), "s1"))
     assert mark is not None and mark.status == "retry"
-    assert len(_promoted(service, alice)) == 2
-    ticks[0] += 100.0  # the bucket refills
+    assert _promoted(service, alice) == []  # atomic: nothing of the session was kept
+    ticks[0] += 100.0
+    service.limiter = RateLimiter(rate=1.0, burst=4, clock=lambda: ticks[0])  # room for all 4
     clock.at += timedelta(seconds=10)  # the backoff is over
     worker.drain()
     done = store.get_job(job.job_id)
     assert done is not None and done.status is JobStatus.SUCCEEDED and done.attempts == 2
-    assert done.result["created"] == 2 and done.result["duplicates"] == 2
+    assert done.result["created"] == 4 and done.result["duplicates"] == 0
     texts = Counter(m.text for m in _promoted(service, alice))
     assert len(texts) == 4 and set(texts.values()) == {1}
     mark = store.get_watermark(SessionKey("t1", session_owner(alice), "s1"))
@@ -181,7 +183,8 @@ class CrashingStore:
     killed between two committed transactions of a promotion."""
 
     WRITES = frozenset(
-        {"insert", "append", "supersede", "heartbeat_job", "set_watermark", "finish_job"}
+        {"insert", "insert_batch", "append", "supersede", "heartbeat_job", "set_watermark"}
+        | {"finish_job"}
     )
 
     def __init__(self, store: Any) -> None:

@@ -350,21 +350,18 @@ def stored_strings(record: object, field: str = "") -> Iterator[tuple[str, str]]
             )
 
 
-#: Each type's dataclass field names, last first (None: not a dataclass): asking
-#: ``dataclasses`` for every item of every record was a tenth of a remember (issue 23).
-_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+#: The field names of each dataclass the walk met (None: not a dataclass): a write's records
+#: are walked on every admission, and ``dataclasses.fields`` per item was most of the walk.
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+#: Leaf types, yielded and never entered.
+_LEAVES = (str, int, float, bool, type(None), datetime)
 
 
 def _field_names(cls: type) -> tuple[str, ...] | None:
-    try:
-        return _FIELD_NAMES[cls]
-    except KeyError:
-        pass
-    names = None
-    if dataclasses.is_dataclass(cls):  # an instance's type; a class itself is not walked
-        names = tuple(f.name for f in reversed(dataclasses.fields(cls)))
-    _FIELD_NAMES[cls] = names
-    return names
+    if cls not in _FIELDS:
+        dataclass = dataclasses.is_dataclass(cls)
+        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)) if dataclass else None
+    return _FIELDS[cls]
 
 
 def _record_items(record: object, path: str, depth: int) -> Iterator[tuple[str, object, int]]:
@@ -372,12 +369,14 @@ def _record_items(record: object, path: str, depth: int) -> Iterator[tuple[str, 
     while stack:
         where, item, level = stack.pop()
         yield where, item, level
-        if level > MAX_JSON_DEPTH + 2:
+        if level > MAX_JSON_DEPTH + 2 or isinstance(item, _LEAVES):
             continue
         prefix = f"{where}." if where else ""
-        names = _field_names(type(item))
-        if names is not None:
-            stack.extend((f"{prefix}{name}", getattr(item, name), level + 1) for name in names)
+        names = None if isinstance(item, type) else _field_names(type(item))
+        if names:
+            stack.extend(
+                (f"{prefix}{name}", getattr(item, name), level + 1) for name in reversed(names)
+            )
         elif isinstance(item, dict):
             for key, inner in reversed(list(item.items())):
                 yield f"{prefix}{key}", key, level + 1

@@ -19,6 +19,11 @@ Hardened by issue 20:
   scope; one with no user into its ``agent`` scope (#15).
 - A model compile is reserved from the tenant's budget only when one will run; a reservation
   the run did not use is given back (#15).
+
+Issue 24 (promotion cost): a session's writes — its facts, supersedes, episodes and the
+embedding job — are one store transaction, so a failure or a lost lease anywhere leaves none
+of them and the retry writes the session once; the episodes go to the store in one batch
+(:func:`quipu.memory_batch.remember_batch`), each record screened once.
 """
 
 from __future__ import annotations
@@ -59,8 +64,10 @@ from quipu.jobs.episodes import Episode, PrefetchedEmbedder, episodes_of, promot
 from quipu.jobs.queue import Lease, LeaseLost
 from quipu.jobs.worker import SYSTEM_TENANT, Retryable
 from quipu.memories import MemoryService
+from quipu.memory_batch import NewMemory, remember_batch
 from quipu.safety import scrub_secrets
 from quipu.sessions import promotion_job
+from quipu.storage.admission import clean_text, verdicts
 
 #: The kinds a near-duplicate supersede may replace: every kind but ``episode``.
 _FACT_KINDS = frozenset(k for k in Kind if k is not Kind.EPISODE)
@@ -214,74 +221,85 @@ class Promoter:
         memory = self._prefetched(
             [c.supersedes_hint or c.text for c in kept] + [c.text for c in kept] + inline
         )
-        counts["superseded"] += self._finish_pending(principal, ref, key, lease)
-        # A model's output waits for a reviewer as a candidate; it never activates itself
-        # (LIFE-5). Deterministic extraction is written active, unverified (CONSOL-3).
-        status = "candidate" if getattr(self.extractor, "uses_model", False) else None
-        for candidate in kept[: self.config.max_candidates]:
-            text, _ = scrub_secrets(candidate.text)
-            quote, _ = scrub_secrets(candidate.quote)
-            span: tuple[int | None, int | None] = (candidate.quote_start, candidate.quote_end)
-            if quote != candidate.quote or candidate.quote_end - candidate.quote_start != len(
-                quote
-            ):
-                span = (None, None)  # the offsets locate the quote as extracted (MEM-3)
-            if self._promoted_before(ref, key.session_id, text) is not None:
-                counts["duplicates"] += 1
-                continue
-            previous = None
-            if status is None:  # a candidate changes nothing live until a reviewer activates it
-                previous = self._near_promoted(memory, ref, candidate.supersedes_hint or text)
-            if previous is not None:
-                # Recorded before the write: a crash between the write and the supersede
-                # leaves the re-run enough to finish it (_finish_pending).
-                lease.heartbeat(
-                    {"written": counts["created"], "pending": {"previous": previous, "text": text}}
-                )
-            source_turn = said.get(candidate.turn_seq)
-            try:
-                written = memory.remember(
-                    principal,
-                    text,
-                    scope=scope,
-                    kind=candidate.kind,
-                    confidence=candidate.confidence,
-                    source=Source.PROMOTED.value,
-                    session_id=key.session_id,
-                    quote=quote or None,
-                    quote_start=span[0] if quote else None,
-                    quote_end=span[1] if quote else None,
-                    status=status,
-                    model=f"{result.extractor_id}@{result.version}",
-                    prompt_version=result.prompt_version,
-                    observed_at=None if source_turn is None else source_turn.said_at,
-                    turn=None
-                    if source_turn is None
-                    else TurnRef(source_turn.seq, source_turn.role),
-                )
-            except QuipuError as exc:
-                if _transient(exc):
-                    raise
-                if isinstance(exc, LimitExceeded):
-                    counts["dropped_quota"] += 1
-                else:
-                    counts["rejected"] += 1
-                continue
-            if not written.created:
-                counts["duplicates"] += 1
-            else:
-                counts["created"] += 1
-                counts["for_review"] += int(written.memory.status is Status.CANDIDATE)
-                if previous is not None and previous != written.memory.id:
-                    self.memory.supersede(
-                        principal, previous, written.memory.id, reason=SUPERSEDE_REASON
+        # The session's writes — facts, supersedes, episodes, the embedding job — commit
+        # together or not at all: a failure (or a lost lease) leaves the re-run a clean slate.
+        # Each record is screened once, by the use case; the store's admission of the same
+        # object reuses that verdict (admission.verdicts). The embedding ran before: the
+        # transaction holds the store's write lock only while it writes.
+        with self.store.transaction(key.tenant_id), verdicts():
+            counts["superseded"] += self._finish_pending(principal, ref, key, lease)
+            # A model's output waits for a reviewer as a candidate; it never activates itself
+            # (LIFE-5). Deterministic extraction is written active, unverified (CONSOL-3).
+            status = "candidate" if getattr(self.extractor, "uses_model", False) else None
+            for candidate in kept[: self.config.max_candidates]:
+                text, _ = scrub_secrets(candidate.text)
+                quote, _ = scrub_secrets(candidate.quote)
+                span: tuple[int | None, int | None] = (candidate.quote_start, candidate.quote_end)
+                if quote != candidate.quote or candidate.quote_end - candidate.quote_start != len(
+                    quote
+                ):
+                    span = (None, None)  # the offsets locate the quote as extracted (MEM-3)
+                if self._promoted_before(ref, key.session_id, text) is not None:
+                    counts["duplicates"] += 1
+                    continue
+                previous = None
+                if status is None:  # a candidate changes nothing live until a reviewer activates it
+                    previous = self._near_promoted(memory, ref, candidate.supersedes_hint or text)
+                if previous is not None:
+                    # Recorded before the write: a crash between the write and the supersede
+                    # leaves the re-run enough to finish it (_finish_pending).
+                    lease.heartbeat(
+                        {
+                            "written": counts["created"],
+                            "pending": {"previous": previous, "text": text},
+                        }
                     )
-                    counts["superseded"] += 1
-            if previous is not None or written.created:
-                lease.heartbeat({"written": counts["created"]})
-        self._write_episodes(memory, principal, scope, ref, key, episodes, lease, counts)
-        if counts["episodes"] and self.config.defer_episode_embedding:
-            self._enqueue_embedding()
+                source_turn = said.get(candidate.turn_seq)
+                try:
+                    written = memory.remember(
+                        principal,
+                        text,
+                        scope=scope,
+                        kind=candidate.kind,
+                        confidence=candidate.confidence,
+                        source=Source.PROMOTED.value,
+                        session_id=key.session_id,
+                        quote=quote or None,
+                        quote_start=span[0] if quote else None,
+                        quote_end=span[1] if quote else None,
+                        status=status,
+                        model=f"{result.extractor_id}@{result.version}",
+                        prompt_version=result.prompt_version,
+                        observed_at=None if source_turn is None else source_turn.said_at,
+                        turn=None
+                        if source_turn is None
+                        else TurnRef(source_turn.seq, source_turn.role),
+                    )
+                except QuipuError as exc:
+                    if _transient(exc):
+                        raise
+                    if isinstance(exc, LimitExceeded):
+                        counts["dropped_quota"] += 1
+                    else:
+                        counts["rejected"] += 1
+                    continue
+                if not written.created:
+                    counts["duplicates"] += 1
+                else:
+                    counts["created"] += 1
+                    counts["for_review"] += int(written.memory.status is Status.CANDIDATE)
+                    if previous is not None and previous != written.memory.id:
+                        self.memory.supersede(
+                            principal, previous, written.memory.id, reason=SUPERSEDE_REASON
+                        )
+                        counts["superseded"] += 1
+                if previous is not None or written.created:
+                    lease.heartbeat({"written": counts["created"]})
+            self._write_episodes(memory, principal, scope, ref, key, episodes, counts)
+            if counts["episodes"] and self.config.defer_episode_embedding:
+                self._enqueue_embedding()
+            # Fenced at commit: a worker whose lease was taken over meanwhile commits nothing.
+            lease.heartbeat({"written": counts["created"], "episodes": counts["episodes"]})
         return counts
 
     def _write_episodes(
@@ -292,48 +310,53 @@ class Promoter:
         ref: ScopeRef,
         key: SessionKey,
         episodes: list[Episode],
-        lease: Lease,
         counts: dict[str, int],
     ) -> None:
         """Keep the session's words: each episode written once per session (a re-run skips
         what this session already wrote, in any status), active and unverified, never
-        superseding anything (issue 24, CONSOL-3)."""
-        for n, episode in enumerate(episodes):
-            text, _ = scrub_secrets(episode.text)
+        superseding anything (issue 24, CONSOL-3); all of them in one batch, each screened
+        once (:func:`quipu.memory_batch.remember_batch`)."""
+        items: list[NewMemory] = []
+        for episode in episodes:
+            # one secret scan per text: a clean text's verdict is kept for the store's screen
+            text = episode.text if clean_text(episode.text) else scrub_secrets(episode.text)[0]
             if self._promoted_before(ref, key.session_id, text) is not None:
                 counts["duplicates"] += 1
                 continue
             exact = text == episode.text  # a scrubbed span no longer locates the turn's words
-            try:
-                written = memory.remember(
-                    principal,
+            turn = TurnRef(
+                episode.turn_seq,
+                episode.role,
+                episode.start if exact else None,
+                episode.end if exact else None,
+            )
+            items.append(
+                NewMemory(
                     text,
-                    scope=scope,
                     kind=Kind.EPISODE.value,
-                    confidence=1.0,
                     source=Source.PROMOTED.value,
                     session_id=key.session_id,
                     observed_at=episode.said_at,
-                    defer_embedding=self.config.defer_episode_embedding,
-                    turn=TurnRef(
-                        episode.turn_seq,
-                        episode.role,
-                        episode.start if exact else None,
-                        episode.end if exact else None,
-                    ),
+                    turn=turn,
                 )
-            except QuipuError as exc:
-                if _transient(exc):
-                    raise
-                counts["dropped_quota" if isinstance(exc, LimitExceeded) else "rejected"] += 1
-                continue
-            if written.created:
+            )
+        results = remember_batch(
+            memory,
+            principal,
+            items,
+            scope=scope,
+            defer_embedding=self.config.defer_episode_embedding,
+        )
+        for result in results:
+            if isinstance(result, QuipuError):
+                if _transient(result):
+                    raise result
+                counts["dropped_quota" if isinstance(result, LimitExceeded) else "rejected"] += 1
+            elif result.created:
                 counts["created"] += 1  # every memory written; ``episodes`` of them verbatim
                 counts["episodes"] += 1
             else:
                 counts["duplicates"] += 1
-            if n % 25 == 24:
-                lease.heartbeat({"written": counts["created"], "episodes": counts["episodes"]})
 
     def _enqueue_embedding(self) -> None:
         """Ask for the deferred episodes' vectors: one durable ``embed_pending`` job, a system

@@ -89,14 +89,15 @@ class JobQueue:
 
     def defer(self, lease: Lease, until: datetime, reason: str) -> JobStatus:
         """Put the job back in the queue, due at ``until``: not a failure (no error, no
-        backoff); the result names ``reason``."""
-        if not self.store.finish_job(
+        backoff, and the attempt its claim took is given back, so a scope that stays busy
+        never uses up the job's attempts); the result names ``reason``."""
+        now = self._clock()
+        if not self.store.defer_job(
             lease.job.job_id,
             lease.token,
-            JobStatus.QUEUED,
-            self._clock(),
-            result={"deferred": reason, "until": until.isoformat()},
-            run_after=max(until, self._clock()),
+            now,
+            max(until, now),
+            {"deferred": reason, "until": until.isoformat()},
         ):
             raise LeaseLost(f"job {lease.job.job_id} is no longer held by this worker")
         return JobStatus.QUEUED

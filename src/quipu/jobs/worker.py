@@ -34,7 +34,8 @@ class Retryable(QuipuError):
 class Deferred(QuipuError):
     """A handler that cannot run its job yet (its scope's consolidation lease is held or
     cooling down): the job goes back to the queue, due again at ``until``, with no error
-    recorded. The attempt it was claimed with still counts."""
+    recorded, and the attempt it was claimed with given back (issue 24: a scope that stays
+    busy never uses up the job's attempts)."""
 
     transient = True
     default_code = "job_deferred"

@@ -20,15 +20,23 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from quipu.core import validate
 from quipu.core.records import MemoryVersion
-from quipu.safety import find_secrets, find_secrets_in_value, secret_error
+from quipu.safety import (
+    find_secrets,
+    find_secrets_in_value,
+    looks_like_injection,
+    secret_error,
+)
 
 _CLEAN: OrderedDict[bytes, None] = OrderedDict()
 _CLEAN_LOCK = threading.Lock()
 _CLEAN_SIZE = 4096
+#: Per thread, while :func:`verdicts` is open: id(record) -> (record, its screened strings).
+_VERDICTS = threading.local()
 
 Exported = tuple[MemoryVersion, Any]
 """A version and its vector, as export writes and import reads them."""
@@ -75,10 +83,48 @@ def admit(record: object) -> None:
     when any string inside it cannot be stored or, outside machine fields, holds a secret.
     Raises :class:`~quipu.errors.InvalidInput` or :class:`~quipu.errors.SecretDetected`
     naming the field's path."""
-    _screen(validate.stored_strings(record))
+    memo: dict[int, tuple[object, list[tuple[str, str]]]] | None = getattr(_VERDICTS, "memo", None)
+    if memo is not None and (seen := memo.get(id(record))) is not None and seen[0] is record:
+        return  # admitted in this block already: the same object, frozen, not walked again
+    strings = list(validate.stored_strings(record))
+    _screen(strings)
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
         for item in dataclasses.fields(record):
             _screen_json(getattr(record, item.name), item.name)
+    if memo is not None:
+        memo[id(record)] = (record, [(p, v) for p, v in strings if v and _screened(p)])
+
+
+@contextmanager
+def verdicts() -> Iterator[None]:
+    """For the block, on this thread, a record admitted once is not screened again when the
+    same object is admitted a second time (the use case screens a write before it spends an
+    embedding, the store again when it writes), and :func:`free_text` answers from that one
+    walk (issue 24, promotion cost: a batch of episodes was screened three times per row).
+    Only the very object is remembered (held, so its id is not reused); records are frozen
+    dataclasses. Nested blocks share the outer one's verdicts."""
+    if getattr(_VERDICTS, "memo", None) is not None:
+        yield
+        return
+    _VERDICTS.memo = {}
+    _VERDICTS.injected = {}
+    try:
+        yield
+    finally:
+        _VERDICTS.memo = None
+        _VERDICTS.injected = None
+
+
+def injected(text: str) -> bool:
+    """:func:`~quipu.safety.looks_like_injection`, its verdict per text kept while
+    :func:`verdicts` is open on this thread (a batch's rows share their session id, role…)."""
+    memo: dict[str, bool] | None = getattr(_VERDICTS, "injected", None)
+    if memo is None:
+        return looks_like_injection(text)
+    found = memo.get(text)
+    if found is None:
+        found = memo[text] = looks_like_injection(text)
+    return found
 
 
 def admit_versions(items: Iterable[Exported]) -> Iterator[Exported]:
@@ -110,16 +156,20 @@ def _screen_json(value: object, field: str) -> None:
 def free_text(record: object) -> list[tuple[str, str]]:
     """The strings of ``record`` the screens read, with their paths: everything but machine
     fields (see the module docstring)."""
+    memo: dict[int, tuple[object, list[tuple[str, str]]]] | None = getattr(_VERDICTS, "memo", None)
+    if memo is not None and (seen := memo.get(id(record))) is not None and seen[0] is record:
+        return list(seen[1])
     return [(p, v) for p, v in validate.stored_strings(record) if v and _screened(p)]
 
 
 def _screen(strings: Iterable[tuple[str, str]]) -> None:
-    """Scan the screened strings as one text (one pass of the detector per record, not one per
-    field); only when that finds something is each field scanned alone, to name it."""
+    """Scan each screened string, once per distinct text: a text screened clean before (by
+    this check or by :func:`clean_text`) is not scanned again. A record is refused when one of
+    its fields alone holds a secret, named by its path."""
     screened = [(path, value) for path, value in strings if value and _screened(path)]
-    if not screened or _clean("\n\n".join(value for _, value in screened)):
-        return
     for path, value in screened:
+        if clean_text(value):
+            continue
         findings = find_secrets(value)
         if findings:
             error = secret_error(findings)
@@ -130,7 +180,7 @@ def _screen(strings: Iterable[tuple[str, str]]) -> None:
             raise error
 
 
-def _clean(text: str) -> bool:
+def clean_text(text: str) -> bool:
     """Whether ``text`` holds no secret. A use case screens a record before it spends an
     embedding on it, and the store screens the same record again when it writes: the digests of
     recently screened clean texts (never the texts, never a secret's) spare the second scan."""

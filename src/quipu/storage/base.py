@@ -29,6 +29,7 @@ from quipu.core.sessions import (
 )
 from quipu.core.versions import Change
 from quipu.retrieval.vectors import Vector as Vector  # noqa: PLC0414 (re-exported)
+from quipu.storage.batch import BatchOutcome, BatchRow
 from quipu.storage.plane_store import EmbeddingPin as EmbeddingPin  # noqa: PLC0414 (re-exported)
 from quipu.storage.plane_store import PlaneStore
 
@@ -435,3 +436,17 @@ class Store(PlaneStore, Protocol):
 
     def count_active_jobs(self, kind: str, tenant_id: str | None = None) -> int:
         """Queued or running jobs of ``kind``, of one tenant or of every tenant."""
+    def insert_batch(
+        self, ref: ScopeRef, rows: Sequence[BatchRow], quota: int, *, by: Actor
+    ) -> list[BatchOutcome]:
+        """Insert each row as :meth:`insert` would — admitted, a live exact duplicate (in the
+        store or earlier in the batch) not written again, the quota checked per row, its graph
+        mirror with it — all in one transaction (the caller's open ``transaction()`` when there
+        is one): any failure leaves none of them. A row over the quota gets its
+        LimitExceeded in its place and the others go on (issue 24, promotion cost)."""
+
+    def defer_job(
+        self, job_id: str, token: int, now: datetime, run_after: datetime, result: dict[str, Any]
+    ) -> bool:
+        """Put a running job back in the queue, due at ``run_after``, giving back the attempt
+        its claim took (a deferral is not a failure); only for the current lease holder."""

@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 from quipu.core.placement import Policy, from_body
 from quipu.core.records import Scope
 from quipu.errors import Conflict
-from quipu.storage.joined import join
+from quipu.storage.joined import join, joined_to
 
 _COLUMNS = "version, body, declared_by, declared_at, reason"
 
@@ -47,6 +47,11 @@ class PlacementTables:
         ``tenant_id``: register the tenant's key prefix first (it commits on its own)."""
         if tenant_id is not None:
             self._tenant_number(tenant_id)
+        joined = joined_to(self)
+        if joined is not None:  # nested in an open block: a savepoint of it (issue 24)
+            with joined.transaction():
+                yield
+            return
         with self._conn() as conn, conn.transaction(), join(self, conn):
             yield
 

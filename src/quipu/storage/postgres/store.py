@@ -41,6 +41,7 @@ from quipu.storage.decode import decode_row, decode_rows, loads
 from quipu.storage.graph_rows import same_text
 from quipu.storage.joined import joined_to
 from quipu.storage.postgres import bulk, routed
+from quipu.storage.postgres.batch import BatchTables
 from quipu.storage.postgres.control import ControlTables
 from quipu.storage.postgres.documents import DocumentTables
 from quipu.storage.postgres.filters import filter_where, scope_where
@@ -91,6 +92,7 @@ _PIN_LOCK = 0x7170696E
 
 
 class PostgresStore(
+    BatchTables,
     ControlTables,
     WorkTables,
     GovernanceTables,

@@ -360,6 +360,20 @@ class WorkTables:
             )
             return cur.rowcount == 1
 
+    def defer_job(
+        self, job_id: str, token: int, now: datetime, run_after: datetime, result: dict[str, Any]
+    ) -> bool:
+        """Queue the job again at ``run_after`` and give back the attempt its claim took."""
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET status = 'queued', result = %s, last_error = NULL,"
+                " updated_at = %s, run_after = %s, lease_owner = NULL, lease_expires_at = NULL,"
+                " attempts = GREATEST(attempts - 1, 0)"
+                " WHERE job_id = %s AND fencing_token = %s AND status = 'running'",
+                (json.dumps(result, sort_keys=True), now, run_after, job_id, token),
+            )
+            return cur.rowcount == 1
+
     def cancel_job(self, job_id: str, now: datetime) -> Job | None:
         with self._tx() as conn:
             conn.execute(

@@ -14,7 +14,7 @@ from quipu.core.placement import Policy, from_body
 from quipu.core.records import Scope
 from quipu.errors import Conflict
 from quipu.storage.decode import loads
-from quipu.storage.joined import join
+from quipu.storage.joined import join, joined_to
 from quipu.storage.timecodec import from_micros, to_micros
 
 _COLUMNS = "version, body, declared_by, declared_at, reason"
@@ -40,12 +40,28 @@ class PlacementTables:
     def _reader(self) -> sqlite3.Connection:
         raise NotImplementedError
 
+    def _drop_indexes(self) -> None:
+        raise NotImplementedError
+
     @contextmanager
     def transaction(self, tenant_id: str | None = None) -> Iterator[None]:
         """Every write this thread makes through the store inside the block commits as one
-        (``tenant_id`` is for PostgreSQL's key prefix; SQLite needs none)."""
-        with self._tx() as c, join(self, c):
+        (``tenant_id`` is for PostgreSQL's key prefix; SQLite needs none). Nested in an open
+        block, it is a savepoint of it: a failure inside rolls back the inner block only."""
+        joined = joined_to(self)
+        if joined is None:
+            with self._tx() as c, join(self, c):
+                yield
+            return
+        joined.execute("SAVEPOINT nested")
+        try:
             yield
+        except BaseException:
+            joined.execute("ROLLBACK TO nested")
+            joined.execute("RELEASE nested")
+            self._drop_indexes()  # they may hold rows the savepoint took back
+            raise
+        joined.execute("RELEASE nested")
 
     def placement_policy(self, tenant_id: str, version: int | None = None) -> Policy | None:
         where = "" if version is None else " AND version = ?"

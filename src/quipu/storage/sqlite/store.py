@@ -42,6 +42,7 @@ from quipu.storage.base import Capabilities, EmbeddingPin, Vector
 from quipu.storage.decode import decode_row, decode_rows
 from quipu.storage.graph_rows import same_text
 from quipu.storage.joined import joined_to
+from quipu.storage.sqlite.batch import BatchTables
 from quipu.storage.sqlite.bulk import BulkTables
 from quipu.storage.sqlite.control import ControlTables, insert_audit
 from quipu.storage.sqlite.documents import DocumentTables
@@ -80,6 +81,7 @@ _LOG_KEPT = 1024
 
 class SQLiteStore(
     ScopeSearch,
+    BatchTables,
     BulkTables,
     ControlTables,
     WorkTables,
@@ -174,9 +176,13 @@ class SQLiteStore(
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
-                with self._index_lock:
-                    self._indexes.clear()
+                self._drop_indexes()
                 raise
+
+    def _drop_indexes(self) -> None:
+        """Forget this process's scope indexes (a rollback took back rows they may hold)."""
+        with self._index_lock:
+            self._indexes.clear()
 
     def close(self) -> None:
         with self._index_lock:
@@ -250,35 +256,51 @@ class SQLiteStore(
     ) -> WriteResult:
         admit(memory)
         with self._tx() as c:
-            live = memory.status in LIVE
-            if live:
-                dup = c.execute(
-                    f"SELECT {COLUMNS} FROM memory_versions WHERE tenant_id = ? AND scope = ?"
-                    f" AND owner = ? AND content_hash = ? AND is_current = 1 AND project IS ?"
-                    f" AND status IN ({','.join('?' * len(_LIVE))}) LIMIT 1",
-                    (
-                        ref.tenant_id,
-                        ref.scope.value,
-                        ref.owner,
-                        memory.content_hash,
-                        memory.project,
-                        *_LIVE,
-                    ),
-                ).fetchone()
-                if dup is not None:
-                    return WriteResult(to_record(dup), created=False)
-                count = self._live_count(c, ref)
-                if count >= quota:
-                    raise LimitExceeded(
-                        f"this scope owner already holds {count} live memories (quota {quota})",
-                        code="quota_exceeded",
-                        details={"quota": quota, "live": count},
-                    )
-            key, terms = self._write_version(c, ref, memory, vector, embedding_key, by)
-            mirror_in(c, ref, memory, graph, memory.recorded_at)  # GRAPH-1: same transaction
-            generation = self._bump(c, ref, 1 if live else 0)
-            self._log(c, ref, generation, key, None)
-            self._cache_add(ref, generation, key, memory, None, vector, terms)
+            return self._insert(c, ref, memory, vector, embedding_key, quota, by, graph)
+
+    def _insert(
+        self,
+        c: sqlite3.Connection,
+        ref: ScopeRef,
+        memory: MemoryVersion,
+        vector: Vector | None,
+        embedding_key: str | None,
+        quota: int,
+        by: Actor,
+        graph: GraphDraft | None,
+        context: list[str] | None = None,
+    ) -> WriteResult:
+        """:meth:`insert` inside the caller's transaction (one row of a batch, too);
+        ``context``: the session context's tokens when the caller knows them."""
+        live = memory.status in LIVE
+        if live:
+            dup = c.execute(
+                f"SELECT {COLUMNS} FROM memory_versions WHERE tenant_id = ? AND scope = ?"
+                f" AND owner = ? AND content_hash = ? AND is_current = 1 AND project IS ?"
+                f" AND status IN ({','.join('?' * len(_LIVE))}) LIMIT 1",
+                (
+                    ref.tenant_id,
+                    ref.scope.value,
+                    ref.owner,
+                    memory.content_hash,
+                    memory.project,
+                    *_LIVE,
+                ),
+            ).fetchone()
+            if dup is not None:
+                return WriteResult(to_record(dup), created=False)
+            count = self._live_count(c, ref)
+            if count >= quota:
+                raise LimitExceeded(
+                    f"this scope owner already holds {count} live memories (quota {quota})",
+                    code="quota_exceeded",
+                    details={"quota": quota, "live": count},
+                )
+        key, terms = self._write_version(c, ref, memory, vector, embedding_key, by, context)
+        mirror_in(c, ref, memory, graph, memory.recorded_at)  # GRAPH-1: same transaction
+        generation = self._bump(c, ref, 1 if live else 0)
+        self._log(c, ref, generation, key, None)
+        self._cache_add(ref, generation, key, memory, None, vector, terms)
         return WriteResult(memory, created=True)
 
     def append(
@@ -404,9 +426,11 @@ class SQLiteStore(
         vector: Vector | None,
         embedding_key: str | None,
         by: Actor | None,
+        context: list[str] | None = None,
     ) -> tuple[int, list[str]]:
         """Insert one version row, with its audit line naming ``by`` (none for a verbatim
-        import, which the service audits as one event); returns its key and BM25 keys."""
+        import, which the service audits as one event); returns its key and BM25 keys.
+        ``context``: the tokens :meth:`_context_terms` would read, when the caller has them."""
         blob = None
         if vector is not None and embedding_key is not None and memory.embedding_model:
             blob = np.asarray(vector, dtype=np.float32).tobytes()
@@ -414,7 +438,7 @@ class SQLiteStore(
             embedding_key = None
         terms = indexed_keys(
             document_tokens(memory.text, memory.aliases, memory.observed_at),
-            self._context_terms(c, ref, memory),
+            self._context_terms(c, ref, memory) if context is None else context,
         )
         cursor = c.execute(INSERT_SQL, to_params(memory, embedding_key, blob, terms))
         key = cursor.lastrowid
@@ -496,7 +520,7 @@ class SQLiteStore(
     # -- reads -------------------------------------------------------------------------------
     def locate(self, tenant_id: str, memory_id: str) -> ScopeRef | None:
         row = (
-            self._reader()
+            self._read()
             .execute(
                 "SELECT scope, owner FROM memory_versions WHERE tenant_id = ? AND id = ?"
                 " AND is_current = 1",
@@ -506,13 +530,18 @@ class SQLiteStore(
         )
         return None if row is None else ScopeRef(tenant_id, Scope(row[0]), row[1])
 
+    def _read(self) -> sqlite3.Connection:
+        """The reader, or this thread's open ``transaction()`` (its own writes are visible)."""
+        joined: sqlite3.Connection | None = joined_to(self)
+        return self._reader() if joined is None else joined
+
     def get(self, ref: ScopeRef, memory_id: str) -> MemoryVersion | None:
-        row = self._current_row(self._reader(), ref, memory_id)
+        row = self._current_row(self._read(), ref, memory_id)
         return None if row is None else decode_row(to_record, row, row["key"])
 
     def history(self, ref: ScopeRef, memory_id: str) -> list[MemoryVersion]:
         rows = fetch_all(
-            self._reader(),
+            self._read(),
             f"SELECT {COLUMNS} FROM memory_versions"
             " WHERE tenant_id = ? AND id = ? AND scope = ? AND owner = ? ORDER BY version",
             (ref.tenant_id, memory_id, ref.scope.value, ref.owner),
@@ -520,7 +549,7 @@ class SQLiteStore(
         return decode_rows(to_record, rows, _key)
 
     def count_live(self, ref: ScopeRef) -> int:
-        return self._live_count(self._reader(), ref)
+        return self._live_count(self._read(), ref)
 
     def list_page(self, ref: ScopeRef, filters: Filters, cursor: Cursor | None, limit: int) -> Page:
         where, params = list_where(ref, filters)
@@ -544,7 +573,7 @@ class SQLiteStore(
     def exact_candidates(
         self, ref: ScopeRef, folded: str, content_hash: str
     ) -> list[tuple[int, str]]:
-        conn = self._reader()
+        conn = self._read()
         params = (ref.tenant_id, ref.scope.value, ref.owner)
         out = [
             (int(r[0]), "alias")
@@ -566,7 +595,7 @@ class SQLiteStore(
 
     def load(self, keys: Sequence[int]) -> dict[int, MemoryVersion]:
         out: dict[int, MemoryVersion] = {}
-        conn = self._reader()
+        conn = self._read()
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), _CHUNK):
             part = unique[start : start + _CHUNK]

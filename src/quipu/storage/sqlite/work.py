@@ -354,6 +354,26 @@ class WorkTables:
             )
             return cur.rowcount == 1
 
+    def defer_job(
+        self, job_id: str, token: int, now: datetime, run_after: datetime, result: dict[str, Any]
+    ) -> bool:
+        """Queue the job again at ``run_after`` and give back the attempt its claim took."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE jobs SET status = 'queued', result = ?, last_error = NULL,"
+                " updated_at = ?, run_after = ?, lease_owner = NULL, lease_expires_at = NULL,"
+                " attempts = MAX(attempts - 1, 0)"
+                " WHERE job_id = ? AND fencing_token = ? AND status = 'running'",
+                (
+                    json.dumps(result, sort_keys=True),
+                    to_micros(now),
+                    to_micros(run_after),
+                    job_id,
+                    token,
+                ),
+            )
+            return cur.rowcount == 1
+
     def cancel_job(self, job_id: str, now: datetime) -> Job | None:
         with self._tx() as c:
             c.execute(
