@@ -98,7 +98,7 @@ def remember_batch(
                     service.graph_draft("new", memory.text),
                 )
             )
-        if service.placement is not None:  # GRAPH-2 places row by row (each a savepoint)
+        if _places(service, ref):  # GRAPH-2 places row by row (each a savepoint)
             results = _placed(service, principal, ref, rows, by)
         else:
             results = list(service.store.insert_batch(ref, rows, quota, by=by))
@@ -168,14 +168,35 @@ def _placed(
     with service.store.transaction(ref.tenant_id):
         for row in rows:
             try:
-                _, written = service.placement.write(
+                placed = service.placement.write(
                     principal, ref, row.memory, row.vector, row.embedding_key, by
                 )
+                if placed is None:  # the policy places nothing: the plain write with its mirror
+                    written = service.store.insert(
+                        ref,
+                        row.memory,
+                        row.vector,
+                        row.embedding_key,
+                        service.limits.quota_per_owner,
+                        by=by,
+                        graph=row.graph,
+                    )
+                else:
+                    written = placed[1]
             except LimitExceeded as exc:
                 out.append(exc)
                 continue
             out.append(written)
     return out
+
+
+def _places(service: MemoryService, ref: ScopeRef) -> bool:
+    """Whether the tenant's ontology may place a row elsewhere (GRAPH-2): only then is the
+    batch written row by row through placement; otherwise it is one batch insert."""
+    if service.placement is None:
+        return False
+    policy = service.store.placement_policy(ref.tenant_id)
+    return policy is not None and bool(policy.tenant_types)
 
 
 def _settled(

@@ -436,6 +436,7 @@ class Store(PlaneStore, Protocol):
 
     def count_active_jobs(self, kind: str, tenant_id: str | None = None) -> int:
         """Queued or running jobs of ``kind``, of one tenant or of every tenant."""
+
     def insert_batch(
         self, ref: ScopeRef, rows: Sequence[BatchRow], quota: int, *, by: Actor
     ) -> list[BatchOutcome]:
