@@ -44,6 +44,7 @@ from quipu.extraction.classify import classify
 from quipu.extraction.dates import TRANSIENT, resolve_relative_dates
 from quipu.extraction.events import event_finding, lead_time_moved, turn_kind
 from quipu.extraction.people import remember_people, resolve_pronoun
+from quipu.extraction.precision import doubtful, task_turn
 from quipu.extraction.rules import context_for_we
 from quipu.extraction.segment import Span, clauses, sentences
 from quipu.extraction.statement import Finding, Statement, canonical
@@ -52,10 +53,12 @@ from quipu.safety import find_secrets, looks_like_injection
 __all__ = ["EXTRACTOR_ID", "VERSION", "DeterministicExtractor"]
 
 EXTRACTOR_ID = "deterministic"
-VERSION = "1.2"
+VERSION = "1.3"
 #: The rules' revision: 2 adds issue 24's rules (past events, amounts, durations, purchases,
-#: facts inside requests and questions, turn classification).
-REVISION = 2
+#: facts inside requests and questions, turn classification); 3 drops doubtful candidates
+#: (fragments, unresolved references, an unnamed "we", conversation-local choices, one-off
+#: instructions, task turns: :mod:`.precision`).
+REVISION = 3
 _MAX_TURN_CHARS = 100_000
 _MIN_CONFIDENCE = 0.05
 
@@ -241,6 +244,8 @@ class DeterministicExtractor(Extractor):
         state = _TurnState(people=people)
         if self.revision >= 2:  # classify the turn first: facts come from the user's own words
             kind = turn_kind(turn.content)
+            if kind == "chat" and self.revision >= 3 and task_turn(turn.content):
+                kind = "task"
             if kind != "chat":
                 dropped[f"turn_{kind}"] += 1
                 return
@@ -293,6 +298,9 @@ class DeterministicExtractor(Extractor):
         remember_people(body, people)
         body = resolved
         if _SUBJECTLESS.match(body) and not _FIRST_PERSON.match(body):
+            if self.revision >= 3 and re.match(r"into\b", body, re.IGNORECASE):
+                dropped["fragment"] += 1  # "into months and ...": not "I'm into months"
+                return
             lowered = body[:1].lower() + body[1:]
             body = ("I'm " if _SUBJECTLESS_BE.match(lowered) else "I ") + lowered
         we_as = context_for_we(body) or household
@@ -315,6 +323,12 @@ class DeterministicExtractor(Extractor):
                 canonical(body)
             ):
                 dropped["addressed_to_reader"] += 1
+                continue
+            reason = None
+            if self.revision >= 3:
+                reason = doubtful(turn.content, span, body, finding)
+            if reason is not None:
+                dropped[reason] += 1
                 continue
             confidence = finding.confidence
             if words > 25:
