@@ -60,6 +60,10 @@ VERSION = "1.3"
 #: instructions, task turns: :mod:`.precision`).
 REVISION = 3
 _MAX_TURN_CHARS = 100_000
+#: Subjectless clauses that inside a sentence are a comparison or an aside ("…, like TTH").
+_MID_SENTENCE = re.compile(r"(?:like|love|hate|prefer|enjoy|never|always|usually)\b", re.I)
+#: Whose "we" when nothing in the session says (revision 3 drops such statements).
+_UNKNOWN_WE = "User's team"
 _MIN_CONFIDENCE = 0.05
 
 _LEAD = re.compile(
@@ -211,7 +215,7 @@ class DeterministicExtractor(Extractor):
         dropped: Counter[str] = Counter()
         emitted: list[_Emitted] = []
         user_text = " ".join(t.content for t in turns if t.is_user)[:_MAX_TURN_CHARS]
-        household = context_for_we(user_text) or "User's team"
+        household = context_for_we(user_text)
         people: dict[str, str] = {}
         for turn in turns:
             if not turn.is_user or not turn.content.strip():
@@ -238,7 +242,7 @@ class DeterministicExtractor(Extractor):
         turn: Turn,
         emitted: list[_Emitted],
         dropped: Counter[str],
-        household: str,
+        household: str | None,
         people: dict[str, str],
     ) -> None:
         state = _TurnState(people=people)
@@ -270,7 +274,7 @@ class DeterministicExtractor(Extractor):
         state: _TurnState,
         emitted: list[_Emitted],
         dropped: Counter[str],
-        household: str,
+        household: str | None,
     ) -> None:
         if find_secrets(clause.text) or (
             _CREDENTIAL.search(clause.text) and _has_value(clause.text)
@@ -296,14 +300,20 @@ class DeterministicExtractor(Extractor):
         people = state.people if state.people is not None else {}
         resolved = resolve_pronoun(body, people)
         remember_people(body, people)
+        named = resolved != body
         body = resolved
         if _SUBJECTLESS.match(body) and not _FIRST_PERSON.match(body):
-            if self.revision >= 3 and re.match(r"into\b", body, re.IGNORECASE):
-                dropped["fragment"] += 1  # "into months and ...": not "I'm into months"
+            before = turn.content[: span.start].rstrip()
+            if self.revision >= 3 and (
+                re.match(r"into\b", body, re.IGNORECASE)
+                or (before and before[-1] not in ".!?\n" and _MID_SENTENCE.match(body))
+            ):
+                # "…, like TTH" / "into months and …": a clause inside a sentence, not "I like"
+                dropped["fragment"] += 1
                 return
             lowered = body[:1].lower() + body[1:]
             body = ("I'm " if _SUBJECTLESS_BE.match(lowered) else "I ") + lowered
-        we_as = context_for_we(body) or household
+        we_as = context_for_we(body) or household or _UNKNOWN_WE
         if self.revision >= 2:
             body = lead_time_moved(_SUBORDINATOR.sub("", body)) or _SUBORDINATOR.sub("", body)
         findings, old_value = _classify_with_contrast(body, we_as)
@@ -326,7 +336,13 @@ class DeterministicExtractor(Extractor):
                 continue
             reason = None
             if self.revision >= 3:
-                reason = doubtful(turn.content, span, body, finding)
+                reason = doubtful(
+                    turn.content,
+                    span,
+                    body,
+                    finding,
+                    resolved=named,
+                )
             if reason is not None:
                 dropped[reason] += 1
                 continue
