@@ -53,7 +53,7 @@ from quipu.safety import find_secrets, looks_like_injection
 __all__ = ["EXTRACTOR_ID", "VERSION", "DeterministicExtractor"]
 
 EXTRACTOR_ID = "deterministic"
-VERSION = "1.3"
+VERSION = "1.4"
 #: The rules' revision: 2 adds issue 24's rules (past events, amounts, durations, purchases,
 #: facts inside requests and questions, turn classification); 3 drops doubtful candidates
 #: (fragments, unresolved references, an unnamed "we", conversation-local choices, one-off
@@ -300,7 +300,7 @@ class DeterministicExtractor(Extractor):
         people = state.people if state.people is not None else {}
         resolved = resolve_pronoun(body, people)
         remember_people(body, people)
-        named = resolved != body
+        named = resolved != body and bool(re.match(r"(?:she|he)\b", body, re.IGNORECASE))
         body = resolved
         if _SUBJECTLESS.match(body) and not _FIRST_PERSON.match(body):
             before = turn.content[: span.start].rstrip()

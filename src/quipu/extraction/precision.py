@@ -113,6 +113,7 @@ _PRONOUN = re.compile(
     r"|the other|the rest|such|ones)\b"
     r"|\b(?:my|the|this|that|current|new|old|other|usual|same|\w+er|\w+est) one\b"
     r"|\b(?:has|have|had|got|get|bought|want|need|own) (?:one|some)\b|\bsome$|^that\b"
+    r"|\b(?:a|an) (?:\w+ )?one\b(?!-)"
     r"|\bthis\b(?! (?:week|weekend|month|year|morning|afternoon|evening|summer|spring|fall"
     r"|autumn|winter|season|semester|time of (?:the )?year|past|coming|is)\b)"
     r"|\b(?:with|for|to|from|about|on|in|at|of|by|like|love|enjoy|tried|try|use|got|bought"
@@ -128,7 +129,9 @@ _CHOICE = re.compile(
     r"|\bthe (?:advice|suggestion|recommendation|tip|idea|options?|list|plan|recipe|breakdown"
     r"|itinerary|outline|variety|approach|strategies|ideas|tips|suggestions|recommendations)"
     r" (?:you|that you)\b"
-    r"|\bwith the (?:results?|outcome|output)\b"
+    r"|\bwith the (?:results?|outcome|output)\b|\bplease\b"
+    r"|\bhave (?:a|an|some|a few|few|more|a couple(?: of)?)(?: \w+){0,3} (?:questions?|rules"
+    r"|requests?|favou?rs?|concerns?)\b"
     r"|\b(?:never|did not|had not) (?:realized|realised|knew|known|thought|considered|heard)\b"
     r"|\b(?:doing|done|did) (?:some|a lot of|a bit of|more) (?:research|reading|thinking)\b"
     r"|\bhave (?:got )?a (?:\w+ )?(?:good|better|clear|clearer) (?:handle|idea|understanding"
@@ -151,6 +154,14 @@ _DANGLING = re.compile(
 )
 _CUT_CLAUSE = re.compile(r", but (?:as|when|if|since|because|while|once) [^,]*$", re.I)
 _MARKUP = re.compile(r"[\[\]{}<>#|\\]|https?://|www\.|\S+@\S+\.\w")
+#: "got engaged last month on May 15th": resolved, the two dates disagree ("in April … on May").
+_DATE_CLASH = re.compile(
+    r"\b(?:last|next|this) (?:week|month|year) (?:on|in) (?:jan|feb|mar|apr|may|jun|jul|aug|sep"
+    r"|oct|nov|dec)"
+)
+#: "I'm planning to make sushi for dinner tonight": the plan of one evening.
+_MEAL = re.compile(r"\b(?:dinner|lunch|breakfast|brunch|snack|meal|cook|bake|make|eat)\b")
+_TONIGHT = re.compile(r"\b(?:today|tonight|tomorrow|this (?:morning|afternoon|evening))\b")
 #: "User's mom is often feels ...", "team's training is there's more": a rewrite gone wrong.
 _GARBLED = re.compile(
     r"\b(?:is|are) (?:\w+ly |often |always |never |just |still )?(?:feels|gets|has|does|goes"
@@ -229,8 +240,10 @@ def doubtful(
         return "fragment"
     if text.endswith("'s") or _DANGLING.search(text) or _CUT_CLAUSE.search(text):
         return "fragment"
-    if _MARKUP.search(text):
+    if _MARKUP.search(text) or _DATE_CLASH.search(canon):
         return "fragment"
+    if finding.kind is Kind.DECISION and _TONIGHT.search(canon) and _MEAL.search(canon):
+        return "conversation_local"
     if _GARBLED.search(text):
         return "fragment"
     we = re.search(r"\b(?:we|our|ours|us|ourselves)\b", canon)

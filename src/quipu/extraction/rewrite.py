@@ -13,7 +13,7 @@ import re
 
 __all__ = ["ADVERBS", "COMMON_VERBS", "IRREGULAR_PAST", "third_person", "third_singular"]
 
-_TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*|[^A-Za-z]+")
+_TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*(?:-[A-Za-z]+)*|[^A-Za-z]+")
 
 ADVERBS = frozenset(
     [
