@@ -169,3 +169,31 @@ def test_issue24_version_bumped_so_promotion_reruns_sessions_once() -> None:
     assert VERSION == "1.4"
     assert DeterministicExtractor().version == "1.4"
     assert DeterministicExtractor(revision=2).version == "1.4-r2"
+
+
+@pytest.mark.parametrize(
+    ("said", "distorted"),
+    [
+        # judged in the sample of 1.3 (tests/data/promotion_judged_facts_r3.json)
+        (
+            "My close friend Rachel got engaged last month on May 15th.",
+            "User's close friend Rachel got engaged in May 2023 on May 15th",
+        ),
+        ("I have been using a cheap one.", "User has been using a cheap one"),
+        (
+            "I have a few more questions about Girl & the Goat.",
+            "User has a few more questions about Girl & the Goat",
+        ),
+        (
+            "I'm planning to make sushi for dinner tonight.",
+            "User is planning to make sushi for dinner on the night of 2023-06-01",
+        ),
+    ],
+)
+def test_issue24_distortions_judged_in_version_1_3_are_dropped(said: str, distorted: str) -> None:
+    assert distorted in _facts(said, revision=2)
+    assert _facts(said) == []
+
+
+def test_issue24_hyphenated_verb_keeps_its_tense() -> None:
+    assert third_person("I binge-watched The Great") == "User binge-watched The Great"
