@@ -41,7 +41,7 @@ def test_promo_003_first_person_facts_are_rewritten_with_exact_quotes() -> None:
     for candidate in result.candidates:
         assert content[candidate.quote_start : candidate.quote_end] == candidate.quote
         assert candidate.turn_seq == 0
-    assert result.extractor_id == "deterministic" and result.version == "1.2" and result.ok
+    assert result.extractor_id == "deterministic" and result.version == "1.4" and result.ok
 
 
 @pytest.mark.parametrize(
@@ -75,9 +75,9 @@ def test_promo_003_first_person_facts_are_rewritten_with_exact_quotes() -> None:
         ),
         ("Let's go with Crete then.", Kind.DECISION, "Decided to go with Crete"),
         (
-            "I'm planning to launch it in September.",
+            "I'm planning to launch the app in September.",
             Kind.DECISION,
-            "User is planning to launch it in September",
+            "User is planning to launch the app in September",
         ),
         (
             "The launch date is set for May 2nd.",

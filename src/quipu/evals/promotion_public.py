@@ -12,6 +12,12 @@ store per haystack with the same embedder:
 ``old``
     promotion as it was before issue 24: facts only, the deterministic extractor's rules of
     revision 1.
+``prev``
+    facts only, the rules of revision 2 (the extractor before its precision pass, version
+    1.2), so the facts of the previous extractor and the current one are compared in one run.
+``facts``
+    facts only, the current rules (not run by default: ``arms=`` of :func:`run_longmemeval`
+    picks it, for a quick fact-quality run beside ``prev``).
 ``new``
     promotion now: episodes plus facts from the current rules, the episodes written without a
     vector and embedded afterwards by the ``embed_pending`` job the promotion enqueues (drained
@@ -45,7 +51,7 @@ import random
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -69,7 +75,11 @@ from quipu.storage.sqlite.store import SQLiteStore
 
 __all__ = ["ARMS", "Dialogue", "run_locomo", "run_longmemeval"]
 
-ARMS = ("raw", "old", "new", "inline")
+ARMS = ("raw", "old", "new", "inline", "prev", "facts")
+#: The arms a run takes unless told otherwise.
+DEFAULT_ARMS = ("old", "prev", "new", "inline", "raw")
+#: The deterministic rules' revision per arm (None: the latest).
+_REVISION = {"old": 1, "prev": 2}
 K = 5
 #: Promoted facts drawn at random (seeded) per arm, for judging by hand.
 SAMPLE = 200
@@ -188,7 +198,7 @@ def _runtime(path: Path, embedder: Embedder, arm: str) -> Runtime:
         environ={},
     )
     service = MemoryService(SQLiteStore(path), embedder, Limits(quota_per_owner=1_000_000))
-    extractor = DeterministicExtractor(revision=1 if arm == "old" else None)
+    extractor = DeterministicExtractor(revision=_REVISION.get(arm))
     return build_runtime(settings, service, extractor=extractor)
 
 
@@ -408,16 +418,19 @@ def _report(
 
 
 def _run(
-    dialogues: Sequence[Dialogue], embedder: Embedder, progress: Callable[[str], None]
+    dialogues: Sequence[Dialogue],
+    embedder: Embedder,
+    progress: Callable[[str], None],
+    arms: Sequence[str] = DEFAULT_ARMS,
 ) -> dict[str, Any]:
-    results = {arm: _ArmResult() for arm in ARMS}
+    results = {arm: _ArmResult() for arm in arms}
     raw_chars = {"user": 0, "all": 0}
     with tempfile.TemporaryDirectory() as tmp:
         for n, dialogue in enumerate(dialogues, start=1):
             progress(f"{n}/{len(dialogues)} {dialogue.dialogue_id}: {len(dialogue.turns)} turns")
             raw_chars["user"] += sum(len(t.text) for t in dialogue.turns if t.role == "user")
             raw_chars["all"] += sum(len(t.text) for t in dialogue.turns)
-            for arm in ("old", "new", "inline", "raw"):
+            for arm in arms:
                 _run_arm(arm, dialogue, embedder, Path(tmp), results[arm])
     return _report(dialogues, results, raw_chars)
 
@@ -428,9 +441,18 @@ def run_longmemeval(
     *,
     limit: int | None = None,
     progress: Callable[[str], None] = lambda _m: None,
+    arms: Sequence[str] = DEFAULT_ARMS,
+    question_types: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    dialogues = [_lme_dialogue(q) for q in load_longmemeval(path)[:limit]]
-    return {"benchmark": "longmemeval", "file": path.name, **_run(dialogues, embedder, progress)}
+    """``question_types``: only questions of these types (before ``limit``)."""
+    questions = [
+        q
+        for q in load_longmemeval(path)
+        if question_types is None or q.question_type in question_types
+    ]
+    dialogues = [_lme_dialogue(q) for q in questions[:limit]]
+    run = _run(dialogues, embedder, progress, arms)
+    return {"benchmark": "longmemeval", "file": path.name, **run}
 
 
 def run_locomo(
@@ -453,7 +475,7 @@ def extraction_capture(path: Path, *, min_confidence: float = 0.5) -> dict[str, 
 
     out: dict[str, Any] = {}
     questions = [q for q in load_longmemeval(path) if q.question_type in FACT_TYPES]
-    for name, revision in (("old", 1), ("new", None)):
+    for name, revision in (("old", 1), ("prev", 2), ("new", None)):
         extractor = DeterministicExtractor(revision=revision)
         rows: dict[str, list[tuple[bool, bool]]] = {}
         for q in questions:

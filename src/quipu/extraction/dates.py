@@ -38,8 +38,9 @@ TRANSIENT = re.compile(
 )
 
 _RELATIVE = re.compile(
-    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b"
+    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?!['’]s)"
     r"|\bin (?P<n>\d{1,2}|a|an|one|two|three|four|five|six) (?P<unit>days?|weeks?)\b"
+    r"(?! and a half| or (?:so|two|three))"
     r"|\b(?P<rel>next|last|this) (?P<span>week|month|year|spring|summer|autumn|fall|winter)\b",
     re.IGNORECASE,
 )

@@ -44,6 +44,7 @@ from quipu.extraction.classify import classify
 from quipu.extraction.dates import TRANSIENT, resolve_relative_dates
 from quipu.extraction.events import event_finding, lead_time_moved, turn_kind
 from quipu.extraction.people import remember_people, resolve_pronoun
+from quipu.extraction.precision import doubtful, task_turn
 from quipu.extraction.rules import context_for_we
 from quipu.extraction.segment import Span, clauses, sentences
 from quipu.extraction.statement import Finding, Statement, canonical
@@ -52,11 +53,17 @@ from quipu.safety import find_secrets, looks_like_injection
 __all__ = ["EXTRACTOR_ID", "VERSION", "DeterministicExtractor"]
 
 EXTRACTOR_ID = "deterministic"
-VERSION = "1.2"
+VERSION = "1.4"
 #: The rules' revision: 2 adds issue 24's rules (past events, amounts, durations, purchases,
-#: facts inside requests and questions, turn classification).
-REVISION = 2
+#: facts inside requests and questions, turn classification); 3 drops doubtful candidates
+#: (fragments, unresolved references, an unnamed "we", conversation-local choices, one-off
+#: instructions, task turns: :mod:`.precision`).
+REVISION = 3
 _MAX_TURN_CHARS = 100_000
+#: Subjectless clauses that inside a sentence are a comparison or an aside ("…, like TTH").
+_MID_SENTENCE = re.compile(r"(?:like|love|hate|prefer|enjoy|never|always|usually)\b", re.I)
+#: Whose "we" when nothing in the session says (revision 3 drops such statements).
+_UNKNOWN_WE = "User's team"
 _MIN_CONFIDENCE = 0.05
 
 _LEAD = re.compile(
@@ -208,7 +215,7 @@ class DeterministicExtractor(Extractor):
         dropped: Counter[str] = Counter()
         emitted: list[_Emitted] = []
         user_text = " ".join(t.content for t in turns if t.is_user)[:_MAX_TURN_CHARS]
-        household = context_for_we(user_text) or "User's team"
+        household = context_for_we(user_text)
         people: dict[str, str] = {}
         for turn in turns:
             if not turn.is_user or not turn.content.strip():
@@ -235,12 +242,14 @@ class DeterministicExtractor(Extractor):
         turn: Turn,
         emitted: list[_Emitted],
         dropped: Counter[str],
-        household: str,
+        household: str | None,
         people: dict[str, str],
     ) -> None:
         state = _TurnState(people=people)
         if self.revision >= 2:  # classify the turn first: facts come from the user's own words
             kind = turn_kind(turn.content)
+            if kind == "chat" and self.revision >= 3 and task_turn(turn.content):
+                kind = "task"
             if kind != "chat":
                 dropped[f"turn_{kind}"] += 1
                 return
@@ -265,7 +274,7 @@ class DeterministicExtractor(Extractor):
         state: _TurnState,
         emitted: list[_Emitted],
         dropped: Counter[str],
-        household: str,
+        household: str | None,
     ) -> None:
         if find_secrets(clause.text) or (
             _CREDENTIAL.search(clause.text) and _has_value(clause.text)
@@ -291,11 +300,20 @@ class DeterministicExtractor(Extractor):
         people = state.people if state.people is not None else {}
         resolved = resolve_pronoun(body, people)
         remember_people(body, people)
+        named = resolved != body and bool(re.match(r"(?:she|he)\b", body, re.IGNORECASE))
         body = resolved
         if _SUBJECTLESS.match(body) and not _FIRST_PERSON.match(body):
+            before = turn.content[: span.start].rstrip()
+            if self.revision >= 3 and (
+                re.match(r"into\b", body, re.IGNORECASE)
+                or (before and before[-1] not in ".!?\n" and _MID_SENTENCE.match(body))
+            ):
+                # "…, like TTH" / "into months and …": a clause inside a sentence, not "I like"
+                dropped["fragment"] += 1
+                return
             lowered = body[:1].lower() + body[1:]
             body = ("I'm " if _SUBJECTLESS_BE.match(lowered) else "I ") + lowered
-        we_as = context_for_we(body) or household
+        we_as = context_for_we(body) or household or _UNKNOWN_WE
         if self.revision >= 2:
             body = lead_time_moved(_SUBORDINATOR.sub("", body)) or _SUBORDINATOR.sub("", body)
         findings, old_value = _classify_with_contrast(body, we_as)
@@ -315,6 +333,18 @@ class DeterministicExtractor(Extractor):
                 canonical(body)
             ):
                 dropped["addressed_to_reader"] += 1
+                continue
+            reason = None
+            if self.revision >= 3:
+                reason = doubtful(
+                    turn.content,
+                    span,
+                    body,
+                    finding,
+                    resolved=named,
+                )
+            if reason is not None:
+                dropped[reason] += 1
                 continue
             confidence = finding.confidence
             if words > 25:

@@ -13,7 +13,7 @@ import re
 
 __all__ = ["ADVERBS", "COMMON_VERBS", "IRREGULAR_PAST", "third_person", "third_singular"]
 
-_TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*|[^A-Za-z]+")
+_TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*(?:-[A-Za-z]+)*|[^A-Za-z]+")
 
 ADVERBS = frozenset(
     [
@@ -136,6 +136,30 @@ IRREGULAR_PAST = frozenset(
         "fought",
         "found",
         "gave",
+        "slept",
+        "overslept",
+        "swept",
+        "wept",
+        "crept",
+        "leapt",
+        "dealt",
+        "lent",
+        "bent",
+        "learnt",
+        "burnt",
+        "dreamt",
+        "sought",
+        "ate",
+        "swam",
+        "sang",
+        "drank",
+        "rode",
+        "hid",
+        "shook",
+        "threw",
+        "froze",
+        "stole",
+        "woke",
     ]
 )
 _PLURAL = {"am": "are", "was": "were", "wasn't": "weren't", "'m": "are"}
@@ -225,6 +249,18 @@ COMMON_VERBS = frozenset(
 )
 
 
+#: Past forms spelt like the present ("I recently set a personal best"): left as written when
+#: the text says it is past (issue 24: "User recently sets ...").
+_SAME_PAST = frozenset(
+    ["set", "put", "cut", "hit", "let", "quit", "hurt", "cost", "shut", "spread", "bet", "upset"]
+)
+_PAST_CONTEXT = re.compile(
+    r"\b(?:recently|just|already|finally|yesterday|ago|last|once|earlier|previously"
+    r"|in (?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+
+
 def third_singular(verb: str) -> str:
     """The third-person singular present of a base-form verb ("fly" → "flies")."""
     low = verb.lower()
@@ -256,6 +292,7 @@ def third_person(text: str, *, we_as: str = "User's team", assistant: bool = Fal
     answers"), for instructions the user gives it.
     """
     used = False
+    past = bool(_PAST_CONTEXT.search(text))
     pair = _PAIR.search(text)
     if pair:
         text = f"{text[: pair.start()]}User and their {pair.group(1)}{text[pair.end() :]}"
@@ -309,8 +346,8 @@ def third_person(text: str, *, we_as: str = "User's team", assistant: bool = Fal
         elif assistant and low in ("you", "yourself"):
             replacement = "itself" if low == "yourself" else "it"
         elif pending:
-            if _is_adverb(low):
-                replacement = token
+            if _is_adverb(low) or (past and low in _SAME_PAST):
+                replacement, pending = token, pending and _is_adverb(low)
             else:
                 replacement, pending = third_singular(token), False
         elif plural and low in _PLURAL:
