@@ -303,7 +303,8 @@ def bm25(
         "k1": K1,
         "b": B,
     }
-    where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
+    passes = filter_where(filters, params)
+    where = f"{scope_where(ref, params)} AND {passes}"
     if exact:
         candidates = f"{where} AND m.terms @@ %(tsq)s::tsquery"
     else:
@@ -317,6 +318,10 @@ def bm25(
             f" WHERE {where} AND m.terms @@ %(tsq)s::tsquery OFFSET 0) h"
             " ORDER BY h.recorded_at DESC, h.id DESC LIMIT %(budget)s)"
         )
+        walk = recency_walk(n, max(dfs.values()), filters, plan)
+        if walk is not None:
+            params["walk"] = walk
+            recent = recent_by_walk(passes, recent)
         if rare:
             recent = (
                 f"SELECT m.key FROM memory_versions m WHERE {where}"
@@ -345,6 +350,39 @@ def bm25(
     if len(out) == limit and left_out < out[-1].score:
         return result, "bm25-tsvector+maxscore", matched
     return result, "bm25-tsvector:bounded", matched
+
+
+def recency_walk(n: int, widest: int, filters: Filters, plan: SearchPlan) -> int | None:
+    """How many of the scope's most recent rows to walk for "the ``text_budget`` most recent
+    rows holding any term", or ``None`` to take them from the GIN index (every match's row read
+    to learn its time).
+
+    With matches spread over time, the walk meets ``text_budget`` of them within about
+    ``text_budget * n / matches`` rows; it is worth it when (with 4x slack for matches bunched
+    in the past) that is fewer than the rows the most frequent term alone matches. Not for
+    ``as_of`` reads (not the current rows, so not in the recency index's order)."""
+    if filters.as_of is not None or widest <= 0:
+        return None
+    rows = 4 * plan.text_budget * n // widest + 1
+    return rows if rows < widest else None
+
+
+def recent_by_walk(passes: str, gin_first: str) -> str:
+    """The most recent ``budget`` rows holding any term and passing the filters (``passes``),
+    found by walking the scope's ``walk`` most recent current rows in the recency index's order
+    (``memory_versions_scope_current``) and testing each; only when fewer than ``budget`` of
+    them hold a term does ``gin_first`` run (a one-time filter), so the rows are always the
+    same as ``gin_first``'s alone: any row more recent than the last one kept was walked."""
+    return (
+        "(WITH walk AS (SELECT m.key, m.recorded_at, m.id,"
+        f" ({passes}) AND m.terms @@ %(tsq)s::tsquery AS hit FROM memory_versions m"
+        " WHERE m.tenant_id = %(t)s AND m.scope = %(s)s AND m.owner = %(o)s AND m.is_current"
+        " ORDER BY m.recorded_at DESC, m.id DESC LIMIT %(walk)s),"
+        " hits AS MATERIALIZED (SELECT key, recorded_at, id FROM walk WHERE hit"
+        " ORDER BY recorded_at DESC, id DESC LIMIT %(budget)s)"
+        f" SELECT key FROM hits UNION ALL SELECT g.key FROM {gin_first} g"
+        " WHERE (SELECT count(*) FROM hits) < %(budget)s)"
+    )
 
 
 def small_scope_bm25(
