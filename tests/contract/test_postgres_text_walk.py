@@ -54,7 +54,7 @@ def test_recall_001_issue23_recency_walk_keeps_the_gin_first_rows(
 ) -> None:
     store = PostgresStore(schema, search_plan=PLAN)
     store.import_versions(_rows())
-    walked: list[int] = []
+    walked: list[int | None] = []
     choose = search.recency_walk
 
     def spy(*args: Any) -> int | None:
