@@ -25,7 +25,7 @@ REF = ScopeRef("t1", Scope.AGENT, "o")
 
 
 def _rows() -> list[Any]:
-    """600 rows, newer with each i: "tomatoes" in the 400 oldest, "basil" in the 320 oldest,
+    """600 rows (observed 2026-01-01), newer with each i: "tomatoes" in the 400 oldest, "basil" in the 320 oldest,
     "garden" everywhere, "orchid" in 30 spread out; one stale row among the newest."""
     base = datetime(2026, 1, 1, tzinfo=UTC)
     rows = []
@@ -34,7 +34,8 @@ def _rows() -> list[Any]:
         words += ["tomatoes"] if i < 400 else []
         words += ["basil"] if i < 320 else []
         words += ["orchid"] if i % 20 == 0 else []
-        row = replace(memory("o", " ".join(words), base), recorded_at=base + timedelta(seconds=i))
+        row = replace(memory("o", " ".join(words), base), observed_at=base)
+        row = replace(row, recorded_at=base + timedelta(seconds=i))
         rows.append((replace(row, status=Status.STALE) if i == 590 else row, None))
     return rows
 
@@ -45,6 +46,7 @@ QUERIES = [
     ("garden tomatoes", Filters()),  # limit 100: every candidate is on the page
     ("garden", Filters(statuses=frozenset({Status.STALE}))),  # one row passes
     ("tomatoes orchid", Filters(as_of=datetime(2026, 6, 1, tzinfo=UTC))),  # no walk
+    ("tomatoes orchid", Filters(observed_after=datetime(2025, 1, 1, tzinfo=UTC))),  # no walk
 ]
 
 
@@ -73,6 +75,6 @@ def test_recall_001_issue23_recency_walk_keeps_the_gin_first_rows(
             assert new[1] != "bm25-tsvector", text  # the bounded path ran
             pages.append(new[0][0])
     # the walk ran for the common terms, and for "basil" found too few and fell back
-    assert walked[0] is not None and walked[1] is not None and walked[-1] is None
+    assert walked[0] is not None and walked[1] is not None and walked[-2:] == [None, None]
     assert [c.key for c in pages[3]] and len(pages[3]) == 1
     store.close()

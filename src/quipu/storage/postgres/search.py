@@ -360,8 +360,12 @@ def recency_walk(n: int, widest: int, filters: Filters, plan: SearchPlan) -> int
     With matches spread over time, the walk meets ``text_budget`` of them within about
     ``text_budget * n / matches`` rows; it is worth it when (with 4x slack for matches bunched
     in the past) that is fewer than the rows the most frequent term alone matches. Not for
-    ``as_of`` reads (not the current rows, so not in the recency index's order)."""
+    ``as_of`` reads (not the current rows, so not in the recency index's order), nor inside an
+    observation window (a dated question's: its rows are rarely the scope's most recent, so
+    the walk would find too few and the GIN index answer anyway)."""
     if filters.as_of is not None or widest <= 0:
+        return None
+    if filters.observed_after is not None or filters.observed_before is not None:
         return None
     rows = 4 * plan.text_budget * n // widest + 1
     return rows if rows < widest else None
