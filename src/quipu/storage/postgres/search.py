@@ -318,7 +318,7 @@ def bm25(
             f" WHERE {where} AND m.terms @@ %(tsq)s::tsquery OFFSET 0) h"
             " ORDER BY h.recorded_at DESC, h.id DESC LIMIT %(budget)s)"
         )
-        walk = recency_walk(n, max(dfs.values()), filters, plan)
+        walk = recency_walk(n, dfs, filters, plan)
         if walk is not None:
             params["walk"] = walk
             recent = recent_by_walk(passes, recent)
@@ -352,31 +352,36 @@ def bm25(
     return result, "bm25-tsvector:bounded", matched
 
 
-def recency_walk(n: int, widest: int, filters: Filters, plan: SearchPlan) -> int | None:
-    """How many of the scope's most recent rows to walk for "the ``text_budget`` most recent
-    rows holding any term", or ``None`` to take them from the GIN index (every match's row read
-    to learn its time).
+def recency_walk(n: int, dfs: Mapping[str, int], filters: Filters, plan: SearchPlan) -> int | None:
+    """At most how many of the scope's most recent rows to walk for "the ``text_budget`` most
+    recent rows holding any term", or ``None`` to take them from the GIN index (which reads
+    every matching row to learn its time: between the most frequent term's count and the sum of
+    the counts).
 
-    With matches spread over time, the walk meets ``text_budget`` of them within about
-    ``text_budget * n / matches`` rows; it is worth it when (with 4x slack for matches bunched
-    in the past) that is fewer than the rows the most frequent term alone matches. Not for
-    ``as_of`` reads (not the current rows, so not in the recency index's order), nor inside an
-    observation window (a dated question's: its rows are rarely the scope's most recent, so
-    the walk would find too few and the GIN index answer anyway)."""
-    if filters.as_of is not None or widest <= 0:
+    The walk stops as soon as it has ``text_budget`` of them: with matches spread over time,
+    after about ``text_budget * n / matches`` rows. It is tried when that, with 4x slack for
+    matches bunched in the past and counting only the most frequent term, is below what the
+    GIN path would read at most, and walks no further than that (so a failed walk and the GIN
+    path after it cost at most twice the GIN path alone). Not for ``as_of`` reads (not the
+    current rows, so not in the recency index's order), nor inside an observation window (a
+    dated question's: its rows are rarely the scope's most recent, so the walk would find too
+    few and the GIN index answer anyway)."""
+    if filters.as_of is not None or not dfs:
         return None
     if filters.observed_after is not None or filters.observed_before is not None:
         return None
-    rows = 4 * plan.text_budget * n // widest + 1
-    return rows if rows < widest else None
+    gin = min(n, sum(dfs.values()))
+    expected = 4 * plan.text_budget * n // max(*dfs.values(), 1)
+    return gin if expected < gin else None
 
 
 def recent_by_walk(passes: str, gin_first: str) -> str:
     """The most recent ``budget`` rows holding any term and passing the filters (``passes``),
-    found by walking the scope's ``walk`` most recent current rows in the recency index's order
-    (``memory_versions_scope_current``) and testing each; only when fewer than ``budget`` of
-    them hold a term does ``gin_first`` run (a one-time filter), so the rows are always the
-    same as ``gin_first``'s alone: any row more recent than the last one kept was walked."""
+    found by walking the scope's current rows from the most recent (the recency index,
+    ``memory_versions_scope_current``), testing each, until ``budget`` pass or ``walk`` rows
+    were read; only when fewer than ``budget`` passed does ``gin_first`` run (a one-time
+    filter). So the rows are always ``gin_first``'s: any row more recent than the last one
+    kept was walked."""
     return (
         "(WITH walk AS (SELECT m.key, m.recorded_at, m.id,"
         f" ({passes}) AND m.terms @@ %(tsq)s::tsquery AS hit FROM memory_versions m"
