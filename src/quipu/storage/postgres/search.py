@@ -329,7 +329,10 @@ def bm25(
             )
         candidates = f"m.tenant_id = %(t)s AND m.key IN ({recent})"
     found = conn.execute(
-        f"SELECT m.key, sum({bm25_term('q.idf', 'u.tf', 'm.term_count')}) AS score, {SESSION}"
+        # each row's terms summed in lexeme order: the same float whatever the plan, so rows of
+        # equal score keep one order (by key) on every path
+        f"SELECT m.key, sum({bm25_term('q.idf', 'u.tf', 'm.term_count')} ORDER BY u.lexeme)"
+        f" AS score, {SESSION}"
         " FROM memory_versions m CROSS JOIN LATERAL ("
         "  SELECT lexeme, cardinality(positions) AS tf"
         "  FROM unnest(ts_filter(setweight(m.terms, 'A', %(lex)s), '{a}'))) AS u"
@@ -434,7 +437,8 @@ def small_scope_bm25(
         # one row even when nothing passes the filters, to carry the match count
         " SELECT s.key, s.score, s.session, t.matched"
         " FROM (SELECT coalesce(sum(df), 0) AS matched FROM q) t LEFT JOIN LATERAL ("
-        f"  SELECT h.key, sum({bm25_term('q.idf', 'h.tf', 'h.term_count')}) AS score, h.session"
+        f"  SELECT h.key, sum({bm25_term('q.idf', 'h.tf', 'h.term_count')} ORDER BY h.lexeme)"
+        "  AS score, h.session"
         "  FROM hit h JOIN q USING (lexeme) WHERE h.ok"
         "  GROUP BY h.key, h.session ORDER BY score DESC, h.key LIMIT %(limit)s) s ON true"
         " ORDER BY s.score DESC, s.key",
