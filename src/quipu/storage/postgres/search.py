@@ -303,7 +303,8 @@ def bm25(
         "k1": K1,
         "b": B,
     }
-    where = f"{scope_where(ref, params)} AND {filter_where(filters, params)}"
+    passes = filter_where(filters, params)
+    where = f"{scope_where(ref, params)} AND {passes}"
     if exact:
         candidates = f"{where} AND m.terms @@ %(tsq)s::tsquery"
     else:
@@ -317,6 +318,10 @@ def bm25(
             f" WHERE {where} AND m.terms @@ %(tsq)s::tsquery OFFSET 0) h"
             " ORDER BY h.recorded_at DESC, h.id DESC LIMIT %(budget)s)"
         )
+        walk = recency_walk(n, dfs, filters, plan)
+        if walk is not None:
+            params["walk"] = walk
+            recent = recent_by_walk(passes, recent)
         if rare:
             recent = (
                 f"SELECT m.key FROM memory_versions m WHERE {where}"
@@ -324,7 +329,10 @@ def bm25(
             )
         candidates = f"m.tenant_id = %(t)s AND m.key IN ({recent})"
     found = conn.execute(
-        f"SELECT m.key, sum({bm25_term('q.idf', 'u.tf', 'm.term_count')}) AS score, {SESSION}"
+        # each row's terms summed in lexeme order: the same float whatever the plan, so rows of
+        # equal score keep one order (by key) on every path
+        f"SELECT m.key, sum({bm25_term('q.idf', 'u.tf', 'm.term_count')} ORDER BY u.lexeme)"
+        f" AS score, {SESSION}"
         " FROM memory_versions m CROSS JOIN LATERAL ("
         "  SELECT lexeme, cardinality(positions) AS tf"
         "  FROM unnest(ts_filter(setweight(m.terms, 'A', %(lex)s), '{a}'))) AS u"
@@ -345,6 +353,48 @@ def bm25(
     if len(out) == limit and left_out < out[-1].score:
         return result, "bm25-tsvector+maxscore", matched
     return result, "bm25-tsvector:bounded", matched
+
+
+def recency_walk(n: int, dfs: Mapping[str, int], filters: Filters, plan: SearchPlan) -> int | None:
+    """At most how many of the scope's most recent rows to walk for "the ``text_budget`` most
+    recent rows holding any term", or ``None`` to take them from the GIN index (which reads
+    every matching row to learn its time: between the most frequent term's count and the sum of
+    the counts).
+
+    The walk stops as soon as it has ``text_budget`` of them: with matches spread over time,
+    after about ``text_budget * n / matches`` rows. It is tried when that, with 4x slack for
+    matches bunched in the past and counting only the most frequent term, is below what the
+    GIN path would read at most, and walks no further than that (so a failed walk and the GIN
+    path after it cost at most twice the GIN path alone). Not for ``as_of`` reads (not the
+    current rows, so not in the recency index's order), nor inside an observation window (a
+    dated question's: its rows are rarely the scope's most recent, so the walk would find too
+    few and the GIN index answer anyway)."""
+    if filters.as_of is not None or not dfs:
+        return None
+    if filters.observed_after is not None or filters.observed_before is not None:
+        return None
+    gin = min(n, sum(dfs.values()))
+    expected = 4 * plan.text_budget * n // max(*dfs.values(), 1)
+    return gin if expected < gin else None
+
+
+def recent_by_walk(passes: str, gin_first: str) -> str:
+    """The most recent ``budget`` rows holding any term and passing the filters (``passes``),
+    found by walking the scope's current rows from the most recent (the recency index,
+    ``memory_versions_scope_current``), testing each, until ``budget`` pass or ``walk`` rows
+    were read; only when fewer than ``budget`` passed does ``gin_first`` run (a one-time
+    filter). So the rows are always ``gin_first``'s: any row more recent than the last one
+    kept was walked."""
+    return (
+        "(WITH walk AS (SELECT m.key, m.recorded_at, m.id,"
+        f" ({passes}) AND m.terms @@ %(tsq)s::tsquery AS hit FROM memory_versions m"
+        " WHERE m.tenant_id = %(t)s AND m.scope = %(s)s AND m.owner = %(o)s AND m.is_current"
+        " ORDER BY m.recorded_at DESC, m.id DESC LIMIT %(walk)s),"
+        " hits AS MATERIALIZED (SELECT key, recorded_at, id FROM walk WHERE hit"
+        " ORDER BY recorded_at DESC, id DESC LIMIT %(budget)s)"
+        f" SELECT key FROM hits UNION ALL SELECT g.key FROM {gin_first} g"
+        " WHERE (SELECT count(*) FROM hits) < %(budget)s)"
+    )
 
 
 def small_scope_bm25(
@@ -387,7 +437,8 @@ def small_scope_bm25(
         # one row even when nothing passes the filters, to carry the match count
         " SELECT s.key, s.score, s.session, t.matched"
         " FROM (SELECT coalesce(sum(df), 0) AS matched FROM q) t LEFT JOIN LATERAL ("
-        f"  SELECT h.key, sum({bm25_term('q.idf', 'h.tf', 'h.term_count')}) AS score, h.session"
+        f"  SELECT h.key, sum({bm25_term('q.idf', 'h.tf', 'h.term_count')} ORDER BY h.lexeme)"
+        "  AS score, h.session"
         "  FROM hit h JOIN q USING (lexeme) WHERE h.ok"
         "  GROUP BY h.key, h.session ORDER BY score DESC, h.key LIMIT %(limit)s) s ON true"
         " ORDER BY s.score DESC, s.key",
