@@ -106,11 +106,13 @@ def new_rows(scores: dict[int, float], known: set[int]) -> list[int]:
 
 
 def apply(
-    fused: Sequence[tuple[int, float, tuple[str, ...]]], gains: dict[int, float]
+    fused: Sequence[tuple[int, float, tuple[str, ...]]],
+    gains: dict[int, float],
+    label: str = "graph",
 ) -> list[tuple[int, float, tuple[str, ...]]]:
-    """``fused`` with each row's gain added (labelled ``"graph"``), best first, ties on key."""
+    """``fused`` with each row's gain added (labelled ``label``), best first, ties on key."""
     out = [
-        (key, score + gains[key], (*found, "graph")) if gains.get(key) else (key, score, found)
+        (key, score + gains[key], (*found, label)) if gains.get(key) else (key, score, found)
         for key, score, found in fused
     ]
     return sorted(out, key=lambda item: (-item[1], item[0]))
