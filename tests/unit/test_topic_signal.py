@@ -26,6 +26,7 @@ def test_issue26_topic_words_are_the_distinctive_words_the_seeds_share_not_the_q
     assert chosen.words == ("pottery", "class")
     assert chosen.mass == {"pottery": 1.25, "class": 0.25}
     assert topic_signal.limit(600, 0.01) == 6 and topic_signal.limit(10, 0.01) == 2
+    assert topic_signal.limit(100_000, 0.01) == topic_signal.MAX_ROWS == 200
 
 
 def test_issue26_a_word_passes_its_weight_evenly_to_its_holders_but_not_back_to_its_giver() -> None:

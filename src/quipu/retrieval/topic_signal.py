@@ -44,6 +44,9 @@ SEED_ROWS = 5
 TOPIC_WORDS = 8
 #: A word held by fewer memories links nothing.
 MIN_ROWS = 2
+#: A word held by more memories is not distinctive whatever the share: each would get under
+#: 1/200 of its weight, and the lookup grows with the scope (docs/benchmarks.md, 100k scope).
+MAX_ROWS = 200
 #: Keep only words reached from at least this many seeds (1: every seed's words).
 MIN_SEEDS = 1
 #: Rows the signal may add to the candidates, best first.
@@ -72,9 +75,9 @@ def seed_words(texts: Mapping[int, str]) -> dict[int, dict[str, str]]:
 
 
 def limit(rows: int, share: float) -> int:
-    """The most memories a word may be held by and still be distinctive (at least
-    :data:`MIN_ROWS`)."""
-    return max(MIN_ROWS, int(rows * share))
+    """The most memories a word may be held by and still be distinctive
+    (:data:`MIN_ROWS`..:data:`MAX_ROWS`)."""
+    return min(MAX_ROWS, max(MIN_ROWS, int(rows * share)))
 
 
 @dataclass(frozen=True)
