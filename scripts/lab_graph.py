@@ -28,7 +28,7 @@ from quipu.evals.ingest import IngestStats, remember_turn
 from quipu.evals.metrics import QuestionResult, score_question, sessions_from_ranked_turns
 from quipu.evals.public_bench import SCOPE, Haystack, locomo_haystacks, longmemeval_haystacks
 from quipu.evals.vector_cache import CachedEmbedder
-from quipu.retrieval import graph_signal
+from quipu.retrieval import graph_signal, topic_signal
 
 DATA = {
     "locomo": "../shared/data/locomo/locomo10.json",
@@ -54,14 +54,22 @@ def _variant(spec: str) -> dict[str, Any]:
 
 
 _DEFAULTS = {name: getattr(graph_signal, name) for name in ("RELATIVE", "SEED_ROWS", "NEW_ROWS")}
+_TOPIC = ("SEED_ROWS", "TOPIC_WORDS", "MIN_ROWS", "MIN_SEEDS", "NEW_ROWS")
+_TOPIC_DEFAULTS = {name: getattr(topic_signal, name) for name in _TOPIC}
 
 
 def _lab(overrides: dict[str, Any]) -> dict[str, Any]:
+    """``lab.NAME`` sets a constant of :mod:`quipu.retrieval.graph_signal`, ``topic.NAME`` one
+    of :mod:`quipu.retrieval.topic_signal` (each reset to its default for the next variant)."""
     for name, value in _DEFAULTS.items():
         setattr(graph_signal, name, value)
+    for name, value in _TOPIC_DEFAULTS.items():
+        setattr(topic_signal, name, value)
     for key in [k for k in overrides if k.startswith("lab.")]:
         value = overrides.pop(key)
         setattr(graph_signal, key[4:], bool(value) if key == "lab.RELATIVE" else value)
+    for key in [k for k in overrides if k.startswith("topic.")]:
+        setattr(topic_signal, key[6:], overrides.pop(key))
     return overrides
 
 

@@ -35,6 +35,7 @@ def main() -> None:
     parser.add_argument("--vector-cache", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo/locomo10.json"))
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--setting", default="graph_weight", help="graph_weight or topic_weight")
     args = parser.parse_args()
     haystack = next(h for h in locomo_haystacks(args.data) if h.haystack_id == args.conversation)
     embedder = CachedEmbedder(LocalEmbedder(), args.vector_cache)
@@ -45,7 +46,7 @@ def main() -> None:
             embedder=embedder,
             local_agent_id=args.conversation,
             worker_embedded=False,
-            graph_weight=weight,
+            **{args.setting: weight},
         )
         for name, weight in (("off", 0.0), ("on", args.weight))
     }

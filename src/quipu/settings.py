@@ -409,6 +409,24 @@ class Settings(BaseModel):
         "article's body and stores it as a review candidate (GRAD-1), never as the article: a "
         "reviewer affirms or rejects it. `false`, or no model: the memory's text stands.",
     )
+    topic_weight: float = Field(
+        0.0,
+        ge=0,
+        le=2,
+        description="Multi-hop recall through topic links (issue 26): the distinctive words "
+        "the first ranking's top memories share (held by at most `topic_share` of the scope) "
+        "are searched again, and a memory holding them gains this weight times its keyword "
+        "score over the best one's and may enter the candidates through it (a two-step "
+        "personalised PageRank over the memory-word-memory graph). 0 (the default) turns it "
+        "off (docs/graph.md, docs/benchmarks.md).",
+    )
+    topic_share: float = Field(
+        0.01,
+        gt=0,
+        le=1,
+        description="For `topic_weight`: a word held by more than this share of the scope's "
+        "memories is not distinctive and links nothing.",
+    )
 
     @field_validator("*")
     @classmethod

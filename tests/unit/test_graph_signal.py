@@ -28,4 +28,6 @@ def test_the_query_entities_seed_the_walk_and_hubs_are_cut_by_share() -> None:
     links = GraphLinks.of({}, ["lisbon"], {"lisbon": 2}, {"lisbon": [7, 8]})
     assert graph_signal.spread(links, {}) == {7: 1.0, 8: 1.0}
     assert graph_signal.fanout(1000, 0.05) == 50 and graph_signal.fanout(10, 0.05) == 2
+    # issue 26, 100k scope: an entity of 5,000 memories is a hub whatever the share
+    assert graph_signal.fanout(100_000, 0.05) == graph_signal.MAX_FANOUT == 200
     assert graph_signal.query_keys("Where did Anna Smith move?")[:1] == ["anna smith"]

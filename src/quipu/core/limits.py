@@ -41,6 +41,8 @@ class Limits:
     document_job_chars: int = 100_000
     graph_weight: float = 0.0
     graph_share: float = 0.05
+    topic_weight: float = 0.0
+    topic_share: float = 0.01
 
     @classmethod
     def from_settings(cls, s: Settings, *, cpus: int = 1, embedded: bool = True) -> Limits:

@@ -32,6 +32,8 @@ RANKING_SETTINGS = (
     "max_k",
     "graph_weight",
     "graph_share",
+    "topic_weight",
+    "topic_share",
 )
 
 

@@ -40,7 +40,7 @@ from quipu.core.records import MemoryVersion, ScopeRef, Status
 from quipu.core.text import content_hash, fold
 from quipu.embeddings.base import Embedder
 from quipu.errors import EmbeddingUnavailable
-from quipu.retrieval import focus, graph_signal
+from quipu.retrieval import focus, graph_signal, topic_signal
 from quipu.retrieval.fusion import rrf, score_fusion, session_aggregate
 from quipu.retrieval.rerank import CrossEncoder, rerank_sessions
 from quipu.retrieval.temporal import query_windows, window_filters
@@ -199,6 +199,10 @@ class RecallPipeline:
             mark = time.perf_counter()
             fused = self._graph_pass(ref, text, vector, flt, depth, lists, cache, fused)
             timings["graph_ms"] = _ms(mark)
+        if self.limits.topic_weight > 0 and fused:
+            mark = time.perf_counter()
+            fused = self._topic_pass(ref, text, vector, flt, depth, lists, cache, fused)
+            timings["topic_ms"] = _ms(mark)
         if vector is not None and self.limits.feedback_weight > 0 and self.limits.fusion != "rrf":
             mark = time.perf_counter()
             top = self.port.vectors_of(ref, [key for key, _, _ in fused[:_FEEDBACK_DEPTH]])
@@ -302,6 +306,8 @@ class RecallPipeline:
         )
         if cache.graph:
             fused = graph_signal.apply(fused, cache.graph)
+        if cache.topic:
+            fused = graph_signal.apply(fused, cache.topic, label="topic")
         if self.limits.session_weight > 0 and fused:
             sessions = self._sessions(ref, [key for key, _, _ in fused], cache)
             fused = session_aggregate(
@@ -340,6 +346,46 @@ class RecallPipeline:
         known = {c.key for found in lists.values() for c in found}
         fresh = graph_signal.new_rows(scores, known)
         cache.graph_rows = fresh
+        if fresh and vector is not None:
+            near = self.port.similarities(ref, fresh, vector)
+            lists["semantic"] = [*lists.get("semantic", []), *_ranked(near, len(fresh))]
+        elif fresh:
+            lists["text"] = [*lists["text"], *(Candidate(key, 0.0) for key in fresh)]
+        return self._fuse(ref, text, vector, flt, depth, lists, cache)
+
+    def _topic_pass(
+        self,
+        ref: ScopeRef,
+        text: str,
+        vector: Vector | None,
+        flt: Filters,
+        depth: int,
+        lists: dict[str, list[Candidate]],
+        cache: _RecallCache,
+        fused: Fused,
+    ) -> Fused:
+        """The ranking again with the topic links' multi-hop signal
+        (:mod:`quipu.retrieval.topic_signal`): rows holding the distinctive words the first
+        hits share gain, and may join the candidates."""
+        seeds = topic_signal.seed_weights(fused)
+        loaded = self.port.load(list(seeds))
+        words = topic_signal.seed_words({key: row.text for key, row in loaded.items()})
+        stems = sorted({stem for own in words.values() for stem in own})
+        rows, frequencies = self.port.key_frequencies(ref, stems) if stems else (0, {})
+        walk = topic_signal.topic(seeds, words, text, rows, frequencies, self.limits.topic_share)
+        most = topic_signal.limit(rows, self.limits.topic_share)
+        holders = {
+            word: [c.key for c in self.port.text_candidates(ref, word, flt, most)[0]]
+            for word in walk.words
+        }
+        cache.topic = topic_signal.gains(
+            topic_signal.spread(walk, holders), self.limits.topic_weight
+        )
+        if not cache.topic:
+            return fused
+        known = {c.key for found_ in lists.values() for c in found_}
+        fresh = topic_signal.new_rows(cache.topic, known)
+        cache.graph_rows = [*cache.graph_rows, *fresh]
         if fresh and vector is not None:
             near = self.port.similarities(ref, fresh, vector)
             lists["semantic"] = [*lists.get("semantic", []), *_ranked(near, len(fresh))]
@@ -507,7 +553,10 @@ class _RecallCache:
     graph: dict[int, float] = field(default_factory=dict)
     """What each row gains from the entity graph (``graph_weight``), for both passes."""
     graph_rows: list[int] = field(default_factory=list)
-    """Rows the entity graph brought into the candidates (kept by the feedback pass)."""
+    """Rows the entity graph or topic links brought into the candidates (kept by the
+    feedback pass)."""
+    topic: dict[int, float] = field(default_factory=dict)
+    """What each row gains from topic links (``topic_weight``), for both passes."""
 
     def learn(self, info: SearchInfo) -> None:
         """Keep the sessions a search read with its rows (no ``sessions_of`` for those)."""
