@@ -64,6 +64,9 @@ class Candidate:
     earlier statement or the old value, e.g. "User lives in Lisbon" or "Lisbon"); the
     promotion job uses it to find the memory to supersede. ``links`` are memory ids the
     candidate refers to, already checked against the ids the caller allowed (SAFE-3).
+    ``slot`` names the single-valued attribute the candidate states (``live``, ``work``,
+    ``my:manager:is:NAME``): a later statement about the same slot replaces it, within a
+    session and, through promotion, across sessions (None: not single-valued).
     """
 
     text: str
@@ -75,6 +78,7 @@ class Candidate:
     turn_seq: int
     supersedes_hint: str | None = None
     links: tuple[str, ...] = ()
+    slot: str | None = None
 
     def __post_init__(self) -> None:
         if not self.text.strip():
@@ -97,6 +101,7 @@ class Candidate:
             "turn_seq": self.turn_seq,
             "supersedes_hint": self.supersedes_hint,
             "links": list(self.links),
+            "slot": self.slot,
         }
 
 

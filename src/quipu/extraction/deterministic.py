@@ -227,7 +227,7 @@ class DeterministicExtractor(Extractor):
                 dropped["injection"] += 1
                 continue
             self._turn(turn, emitted, dropped, household, people)
-        candidates = _dedupe([e.candidate for e in emitted])
+        candidates = _dedupe([replace(e.candidate, slot=e.slot) for e in emitted])
         return ExtractionResult(
             extractor_id=self.extractor_id,
             version=self.version,

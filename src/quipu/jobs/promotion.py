@@ -29,6 +29,7 @@ of them and the retry writes the session once; the episodes go to the store in o
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -74,6 +75,9 @@ _FACT_KINDS = frozenset(k for k in Kind if k is not Kind.EPISODE)
 #: Cosine similarity at which a new promoted memory replaces an earlier promoted one.
 NEAR_DUPLICATE = 0.90
 SUPERSEDE_REASON = "promotion: newer statement of the same fact"
+SLOT_OLDER_REASON = "promotion: a newer statement of the same attribute was promoted before"
+#: Promoted rows of one slot read when a new statement of it arrives (normally one is current).
+_SLOT_ROWS = 20
 #: The job kind that embeds rows stored without a vector (the worker's backfill).
 EMBED_PENDING = "embed_pending"
 
@@ -242,9 +246,13 @@ class Promoter:
                 if self._promoted_before(ref, key.session_id, text) is not None:
                     counts["duplicates"] += 1
                     continue
-                previous = None
+                source_turn = said.get(candidate.turn_seq)
+                said_at = None if source_turn is None else source_turn.said_at
+                previous = later = None
                 if status is None:  # a candidate changes nothing live until a reviewer activates it
                     previous = self._near_promoted(memory, ref, candidate.supersedes_hint or text)
+                    if previous is None and candidate.slot is not None:
+                        previous, later = self._slot_holder(ref, candidate.slot, said_at)
                 if previous is not None:
                     # Recorded before the write: a crash between the write and the supersede
                     # leaves the re-run enough to finish it (_finish_pending).
@@ -254,7 +262,6 @@ class Promoter:
                             "pending": {"previous": previous, "text": text},
                         }
                     )
-                source_turn = said.get(candidate.turn_seq)
                 try:
                     written = memory.remember(
                         principal,
@@ -270,7 +277,8 @@ class Promoter:
                         status=status,
                         model=f"{result.extractor_id}@{result.version}",
                         prompt_version=result.prompt_version,
-                        observed_at=None if source_turn is None else source_turn.said_at,
+                        observed_at=said_at,
+                        tags=None if candidate.slot is None else [slot_tag(candidate.slot)],
                         turn=None
                         if source_turn is None
                         else TurnRef(source_turn.seq, source_turn.role),
@@ -291,6 +299,12 @@ class Promoter:
                     if previous is not None and previous != written.memory.id:
                         self.memory.supersede(
                             principal, previous, written.memory.id, reason=SUPERSEDE_REASON
+                        )
+                        counts["superseded"] += 1
+                    if later is not None and later != written.memory.id:
+                        # an older value promoted after the newer one: current no more
+                        self.memory.supersede(
+                            principal, written.memory.id, later, reason=SLOT_OLDER_REASON
                         )
                         counts["superseded"] += 1
                 if previous is not None or written.created:
@@ -414,6 +428,32 @@ class Promoter:
                 return row
         return None
 
+    def _slot_holder(
+        self, ref: ScopeRef, slot: str, said_at: datetime | None
+    ) -> tuple[str | None, str | None]:
+        """The active promoted statement of a single-valued ``slot`` ("User lives in Berlin"
+        for ``live``) from an earlier promotion: ``(id, None)`` when it is older than this
+        statement (this one supersedes it), ``(None, id)`` when it is newer (a session promoted
+        out of order: this one is written and superseded by it); ``(None, None)`` when there is
+        none. Explicit memories never carry the tag and are never replaced (PROMO-4)."""
+        flt = Filters(
+            statuses=frozenset({Status.ACTIVE}),
+            sources=frozenset({Source.PROMOTED}),
+            kinds=_FACT_KINDS,
+            tags=frozenset({slot_tag(slot)}),
+        )
+        rows = [
+            m
+            for m in self.store.list_page(ref, flt, None, _SLOT_ROWS).items
+            if m.is_current and m.source is Source.PROMOTED and m.status is Status.ACTIVE
+        ]
+        if not rows:
+            return None, None
+        newest = max(rows, key=lambda m: (m.observed_at or m.recorded_at, m.recorded_at))
+        if said_at is None or newest.observed_at is None or newest.observed_at <= said_at:
+            return newest.id, None
+        return None, newest.id
+
     def _near_promoted(self, memory: MemoryService, ref: ScopeRef, text: str) -> str | None:
         """The id of an active *promoted* memory nearly equal to ``text`` (never explicit, never
         an episode: episodes are the immutable record of what was said)."""
@@ -447,6 +487,15 @@ class Promoter:
         self.store.set_watermark(
             key, Watermark(fingerprint, last_seq, status, self._clock(), dict(details))
         )
+
+
+def slot_tag(slot: str) -> str:
+    """The tag marking a promoted fact with the single-valued attribute it states (issue 24,
+    knowledge updates): ``slot:live``; a slot too long for a tag is named by its digest."""
+    tag = f"slot:{slot}"
+    if len(tag) <= 64:
+        return tag
+    return "slot:#" + hashlib.blake2b(slot.encode("utf-8"), digest_size=12).hexdigest()
 
 
 def _holds_reservation(job: Job) -> bool:
