@@ -91,3 +91,20 @@ def test_promo_004_different_attributes_do_not_replace_each_other(
     assert any("Berlin" in t for t in _living(rt, alice))
     assert not _facts(rt, alice, "superseded")
     rt.close()
+
+
+def test_promo_004_a_relation_with_many_values_is_not_replaced(
+    make_store, local_embedder, alice: Principal
+) -> None:  # type: ignore[no-untyped-def]
+    """A second sister is not a correction of the first: only single-valued slots (where the
+    user lives and works, a manager, a favourite, ...) replace across sessions."""
+    rt = _runtime(make_store, local_embedder)
+    _session(rt, alice, "may", MAY, "My sister is Ana.")
+    _session(rt, alice, "aug", AUGUST, "My sister is Marta.")
+    sisters = sorted(m.text for m in _facts(rt, alice) if "sister" in m.text)
+    assert len(sisters) == 2, sisters
+    _session(rt, alice, "may2", MAY, "My manager is Rosa.")
+    _session(rt, alice, "aug2", AUGUST, "My manager is Tom.")
+    managers = [m.text for m in _facts(rt, alice) if "manager" in m.text]
+    assert managers == ["User's manager is Tom"], managers
+    rt.close()

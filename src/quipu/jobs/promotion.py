@@ -251,7 +251,7 @@ class Promoter:
                 previous = later = None
                 if status is None:  # a candidate changes nothing live until a reviewer activates it
                     previous = self._near_promoted(memory, ref, candidate.supersedes_hint or text)
-                    if previous is None and candidate.slot is not None:
+                    if previous is None and candidate.slot and single_valued(candidate.slot):
                         previous, later = self._slot_holder(ref, candidate.slot, said_at)
                 if previous is not None:
                     # Recorded before the write: a crash between the write and the supersede
@@ -278,7 +278,9 @@ class Promoter:
                         model=f"{result.extractor_id}@{result.version}",
                         prompt_version=result.prompt_version,
                         observed_at=said_at,
-                        tags=None if candidate.slot is None else [slot_tag(candidate.slot)],
+                        tags=[slot_tag(candidate.slot)]
+                        if candidate.slot and single_valued(candidate.slot)
+                        else None,
                         turn=None
                         if source_turn is None
                         else TurnRef(source_turn.seq, source_turn.role),
@@ -487,6 +489,62 @@ class Promoter:
         self.store.set_watermark(
             key, Watermark(fingerprint, last_seq, status, self._clock(), dict(details))
         )
+
+
+#: Slots naming an attribute a person has one value of at a time: where they live and work,
+#: their name, age, origin and role, a favourite, and the possessive slots whose noun is one
+#: of the relations or attributes below ("my manager is Rosa", "my rent is $1,200").
+#: A slot outside the list ("my sister is Ana", "my dog is Biscuit") is never replaced by a
+#: later session: a second sister is not a correction of the first.
+_SINGLE_SLOTS = frozenset({"live", "work", "name", "identity", "age", "origin", "role"})
+_SINGLE_HEADS = frozenset(
+    {
+        "manager",
+        "boss",
+        "supervisor",
+        "partner",
+        "wife",
+        "husband",
+        "spouse",
+        "girlfriend",
+        "boyfriend",
+        "fiance",
+        "fiancee",
+        "fiancé",
+        "fiancée",
+        "landlord",
+        "doctor",
+        "dentist",
+        "therapist",
+        "job",
+        "title",
+        "role",
+        "employer",
+        "company",
+        "salary",
+        "rent",
+        "budget",
+        "commute",
+        "address",
+        "birthday",
+        "major",
+        "school",
+        "team",
+        "name",
+        "age",
+        "hometown",
+        "favourite",
+        "favorite",
+    }
+)
+
+
+def single_valued(slot: str) -> bool:
+    """Whether a later session's statement of ``slot`` replaces an earlier one (issue 24)."""
+    if slot in _SINGLE_SLOTS or slot.startswith("favourite:"):
+        return True
+    parts = slot.split(":")
+    return len(parts) == 4 and parts[0] == "my" and parts[2] == "is" and parts[1] in _SINGLE_HEADS
 
 
 def slot_tag(slot: str) -> str:
