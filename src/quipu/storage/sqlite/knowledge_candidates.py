@@ -1,5 +1,5 @@
 """Model-written article bodies awaiting review on SQLite (a mixin of :class:`SQLiteStore`;
-GRAD-1, LIFE-5). Same table and answers as :mod:`quipu.storage.postgres.knowledge_candidates`."""
+GRAD-1, LIFE-5). Same table and answers as the server store's module of this name."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The articles merged recall showed each session, on SQLite (a mixin of :class:`SQLiteStore`;
 RECALL-9 diversity): durable, so every worker and process over the file sees them. Same table
-and answers as :mod:`quipu.storage.postgres.knowledge_shown`."""
+and answers as the server store's module of this name."""
 
 from __future__ import annotations
 
