@@ -253,24 +253,7 @@ class WorkTables:
     def enqueue_job(self, job: NewJob, now: datetime) -> tuple[Job, bool]:
         """(the job, created). An active job with the same key is returned instead."""
         with self._tx() as conn:
-            row = conn.execute(
-                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', 0, %s,"
-                " %s, 0, NULL, NULL, '{}', NULL, '{}', %s, %s, NULL)"
-                " ON CONFLICT (tenant_id, kind, idempotency_key)"
-                " WHERE status IN ('queued', 'running') DO NOTHING"
-                f" RETURNING {_JOB_COLUMNS}",
-                (
-                    uuid.uuid4().hex,
-                    job.tenant_id,
-                    job.kind,
-                    job.idempotency_key,
-                    json.dumps(job.payload, sort_keys=True),
-                    job.max_attempts,
-                    now,
-                    now,
-                    now,
-                ),
-            ).fetchone()
+            row = _insert_job(conn, job, now)
             if row is not None:
                 return _job(row), True
             existing = conn.execute(
@@ -454,24 +437,7 @@ class WorkTables:
             ).fetchone()
             if row is not None and int(row[0]) >= cap:
                 return None
-            created = conn.execute(
-                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', 0, %s,"
-                " %s, 0, NULL, NULL, '{}', NULL, '{}', %s, %s, NULL)"
-                " ON CONFLICT (tenant_id, kind, idempotency_key)"
-                " WHERE status IN ('queued', 'running') DO NOTHING"
-                f" RETURNING {_JOB_COLUMNS}",
-                (
-                    uuid.uuid4().hex,
-                    job.tenant_id,
-                    job.kind,
-                    job.idempotency_key,
-                    json.dumps(job.payload, sort_keys=True),
-                    job.max_attempts,
-                    now,
-                    now,
-                    now,
-                ),
-            ).fetchone()
+            created = _insert_job(conn, job, now)
             return None if created is None else _job(created)
 
     def count_active_jobs(self, kind: str, tenant_id: str | None = None) -> int:
@@ -603,3 +569,25 @@ def _job(r: Sequence[Any]) -> Job:
         updated_at=utc(r[16]),
         finished_at=utc_opt(r[17]),
     )
+
+
+def _insert_job(conn: Any, job: NewJob, now: datetime) -> Any:
+    """Insert ``job`` queued; the row, or None when an active job has its key already."""
+    return conn.execute(
+        f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', 0, %s,"
+        " %s, 0, NULL, NULL, '{}', NULL, '{}', %s, %s, NULL)"
+        " ON CONFLICT (tenant_id, kind, idempotency_key)"
+        " WHERE status IN ('queued', 'running') DO NOTHING"
+        f" RETURNING {_JOB_COLUMNS}",
+        (
+            uuid.uuid4().hex,
+            job.tenant_id,
+            job.kind,
+            job.idempotency_key,
+            json.dumps(job.payload, sort_keys=True),
+            job.max_attempts,
+            now,
+            now,
+            now,
+        ),
+    ).fetchone()
