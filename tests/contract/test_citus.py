@@ -145,12 +145,21 @@ def assert_one_task_on(worker: int, plans: list[tuple[str, list[str]]]) -> int:
 
 
 def _tenant_worker(url: str, tenant: str) -> int:
+    """The port of the worker holding ``tenant``'s shard group in this URL's schema. Only this
+    schema's tables are named to a function: ``citus_shards`` (and a filter the planner may
+    apply after the function) resolves every shard of the cluster, and fails with "relation
+    with OID … does not exist" when another test drops its schema meanwhile (the clean-clone
+    `make test` failure of test_citus_growth.py: the other pytest worker's session ended)."""
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT DISTINCT s.nodeport FROM citus_shards s JOIN pg_dist_partition p"
-            " ON p.logicalrelid = s.table_name JOIN pg_class c ON c.oid = s.table_name"
-            " WHERE p.partmethod = 'h' AND c.relnamespace = current_schema()::regnamespace"
-            " AND s.shardid = get_shard_id_for_distribution_column(s.table_name, %s::text)",
+            "WITH mine AS MATERIALIZED (SELECT p.logicalrelid FROM pg_dist_partition p"
+            "  JOIN pg_class c ON c.oid = p.logicalrelid"
+            "  WHERE p.partmethod = 'h' AND c.relnamespace = current_schema()::regnamespace),"
+            " shard AS MATERIALIZED (SELECT"
+            "  get_shard_id_for_distribution_column(logicalrelid, %s::text) AS shardid FROM mine)"
+            " SELECT DISTINCT n.nodeport FROM shard s"
+            " JOIN pg_dist_placement pl ON pl.shardid = s.shardid AND pl.shardstate = 1"
+            " JOIN pg_dist_node n ON n.groupid = pl.groupid",
             (tenant,),
         ).fetchall()
     assert len(rows) == 1, rows  # the tenant's shards of every table: one shard group
