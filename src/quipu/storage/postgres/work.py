@@ -571,8 +571,9 @@ def _job(r: Sequence[Any]) -> Job:
     )
 
 
-def _insert_job(conn: Any, job: NewJob, now: datetime) -> Any:
-    """Insert ``job`` queued; the row, or None when an active job has its key already."""
+def _insert_job(conn: psycopg.Connection[Any], job: NewJob, now: datetime) -> Sequence[Any] | None:
+    """Insert ``job`` queued; the row, or None when an active job has its key already (the one
+    INSERT of :meth:`WorkTables.enqueue_job` and :meth:`WorkTables.enqueue_bounded_job`)."""
     return conn.execute(
         f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', 0, %s,"
         " %s, 0, NULL, NULL, '{}', NULL, '{}', %s, %s, NULL)"
