@@ -20,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import pickle
 import signal
 import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from multiprocessing.connection import wait
 from typing import Any
 
 import uvicorn
@@ -99,7 +101,7 @@ class Supervisor(Multiprocess):
             return
         for index, process in enumerate(self.processes):
             running = process.process.is_alive()
-            if running and process.ping(timeout=self.config.timeout_worker_healthcheck):
+            if running and answers(process, self.config.timeout_worker_healthcheck):
                 continue
             # a worker that died while the ping waited was not hung: say what ended it
             running = running and process.process.is_alive()
@@ -116,6 +118,23 @@ class Supervisor(Multiprocess):
             replacement = Process(self.config, self.sockets)
             replacement.start()
             self.processes[index] = replacement
+
+
+def answers(process: Process, timeout: float) -> bool:
+    """Whether the worker answers the supervisor's ping within ``timeout``; False as soon as it
+    exits. uvicorn's own ping waits on the pipe alone, and the supervisor holds both of its
+    ends, so a worker that exits while a ping waits (one leaving as a startup failure, one
+    killed) was seen only when the whole health-check timeout ran out: `quipu serve` took a
+    minute to stop after a worker could not start."""
+    try:
+        process.parent_conn.send(b"ping")
+        ready = wait([process.parent_conn, process.process.sentinel], timeout)
+        if process.parent_conn not in ready:
+            return False
+        process.parent_conn.recv()
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return False
+    return True
 
 
 def why(was_running: bool, process: Process) -> str:
