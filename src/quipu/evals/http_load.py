@@ -185,7 +185,7 @@ def wait_for_workers(proc: subprocess.Popen[bytes], port: int, workers: int) -> 
     while len(answered) < workers and time.monotonic() < deadline:
         children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
         pids = [int(p) for p in children.read_text().split()] if children.exists() else []
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
             conn.sendall(f"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n".encode())
             conn.recv(64)
             answered.update(pid for pid in pids if established(pid, port))
