@@ -155,6 +155,7 @@ def build_store(settings: Settings) -> Store:
         settings.database,
         cache_rows=settings.vector_cache_rows,
         index_files=settings.sqlite_index_files,
+        cache_bytes=settings.index_cache_mib << 20,
     )
 
 

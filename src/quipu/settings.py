@@ -427,6 +427,15 @@ class Settings(BaseModel):
         description="For `topic_weight`: a word held by more than this share of the scope's "
         "memories is not distinctive and links nothing.",
     )
+    index_cache_mib: int = Field(
+        256,
+        ge=1,
+        le=1_048_576,
+        description="SQLite: MiB of scope search indexes (vectors, postings, columns) one "
+        "process keeps across scopes; the least recently searched scope is dropped first, and "
+        "the last one searched is always kept. Bounds a process that searches many scopes "
+        "(issue 23: 1,000 small tenants held 2.6 GiB).",
+    )
 
     @field_validator("*")
     @classmethod

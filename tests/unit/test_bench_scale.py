@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from quipu.embeddings.local import LocalEmbedder
-from quipu.evals import scale
+from quipu.evals import scale, scale_build
 
 
 def _locomo(tmp_path: Path) -> Path:
@@ -96,3 +96,32 @@ def test_issue23_bench_scale_reports_stages_floors_and_pages(
     assert again["scopes"]["12"]["build"]["built"] is False  # reused, not rebuilt
     same = scale.paired(pages, again["scopes"]["12"]["undated"]["results"])
     assert same["identical"] == same["questions"] == 2
+
+
+def test_issue23_bench_scale_small_tenants_inside_and_alone(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    """N tenants built in large transactions through the import path, each its own slice of
+    the turns; the middle one recalled inside the store and alone returns the same pages (same
+    ids: fixed by scope and text), and a second run rebuilds nothing."""
+    data = _locomo(tmp_path)
+    target = str(tmp_path / "tenants.db")
+    kwargs: dict[str, Any] = {
+        "data": data, "cache_dir": tmp_path / "cache", "sizes": [], "tenants": 3,
+        "per_tenant": 3, "alone": str(tmp_path / "alone.db"), "rounds": 1, "undated": 2,
+        "ingest_turns": 0, "cold": False, "rss_walk": False,
+    }  # fmt: skip
+    run = scale.run(target, **kwargs)
+    assert run["tenants_build"]["built"] == 3 and run["tenants_build"]["rows_written"] == 9
+    small = run["small_tenant"]
+    assert small["tenant"] == "scale-tenant-0001"
+    assert small["same_pages"]["identical"] == small["same_pages"]["questions"] == 2
+    assert small["in_store_ms"]["p50"] > 0 and small["alone_ms"]["p50"] > 0
+    corpus = scale.Corpus.load(data, local_embedder, tmp_path / "cache")
+    assert [r[0] for r in scale_build.tenant_rows(corpus, 1, 3)] == corpus.texts[
+        3:4
+    ] + corpus.texts[:2]
+    again = scale.run(target, **kwargs)
+    assert again["tenants_build"]["built"] == 0  # every tenant holds its rows: reused
+    walk = scale.rss_walk(target, 3, None, graph=True)
+    assert set(walk["after_scopes_mib"]) == {"1", "3"} and walk["after_open_mib"] > 0

@@ -23,7 +23,7 @@ then be read as a ratio to what the machine does at best.
 from __future__ import annotations
 
 import hashlib
-import itertools
+import json
 import os
 import random
 import subprocess
@@ -42,16 +42,30 @@ import numpy.typing as npt
 
 from quipu.core.records import MemoryVersion, Principal
 from quipu.core.scopes import resolve_scope
+from quipu.core.text import embedding_key
 from quipu.embedded import Quipu
 from quipu.embeddings.base import Embedder
 from quipu.evals.datasets import load_locomo
 from quipu.evals.http_load import free_port
-from quipu.evals.perf import imported_fact, percentiles, rss_mib
+from quipu.evals.perf import percentiles, rss_mib
+from quipu.evals.scale_build import Row, Writer, agent_scope, tenant_name, tenant_rows
 from quipu.retrieval.temporal import query_windows
 
-__all__ = ["Corpus", "build", "floors", "paired", "questions", "recall_runs", "run"]
+__all__ = [
+    "Corpus",
+    "build",
+    "build_tenants",
+    "floors",
+    "paired",
+    "questions",
+    "recall_runs",
+    "rss_walk",
+    "run",
+    "small_tenant",
+]
 
-_BATCH = 5_000
+#: The owner of each small tenant's measured scope.
+SMALL = "small"
 _SHIFT_DAYS = 211
 _NOISE = 0.02
 
@@ -76,7 +90,11 @@ class Corpus:
             vectors = np.asarray(embedder.embed_batch(texts), dtype=np.float32)
             cache_dir.mkdir(parents=True, exist_ok=True)
             np.save(cache, vectors)
-        return cls(texts, [t.observed_at for t in turns], vectors)
+        # one row per distinct text: a repeated turn ("Thanks!") would be a live exact
+        # duplicate, which the store does not write twice
+        first = list({embedding_key(t): i for i, t in reversed(list(enumerate(texts)))}.values())
+        keep = sorted(first)
+        return cls([texts[i] for i in keep], [turns[i].observed_at for i in keep], vectors[keep])
 
     def rows(self, n: int, seed: int = 23) -> Iterator[tuple[str, Any, npt.NDArray[np.float32]]]:
         """``n`` (text, observed_at, vector) rows: the turns, then their variants."""
@@ -96,38 +114,73 @@ class Corpus:
 
 
 def build(
-    mem: Quipu, corpus: Corpus, n: int, owner: str, tenant: str | None = None
+    mem: Quipu,
+    corpus: Corpus,
+    n: int,
+    owner: str,
+    tenant: str | None = None,
 ) -> dict[str, Any]:
-    """Load ``n`` rows into ``owner``'s agent scope (of ``tenant``, default the library's own),
-    skipped when it holds them already."""
-    principal = _principal(mem, owner, tenant)
-    ref = resolve_scope(principal, "agent")
+    """Load ``n`` rows into ``owner``'s agent scope (of ``tenant``, default the library's own)
+    through the batch insert path (:class:`quipu.evals.scale_build.Writer`), skipped when it
+    holds them already."""
+    ref = resolve_scope(_principal(mem, owner, tenant), "agent")
     store = mem.service.store
     if store.count_live(ref) >= n:
         return {"rows": n, "built": False}
     pin = store.embedding_pin()
     assert pin is not None, "the scale bench needs the embedder"
-    rng = random.Random(n)
-    rows = corpus.rows(n)
-    mark = time.perf_counter()
-    while batch := list(itertools.islice(rows, _BATCH)):
-        items: list[tuple[MemoryVersion, Any]] = []
-        for text, observed, vector in batch:
-            memory = imported_fact(
-                ref.tenant_id, ref.owner, text, at=observed, model=pin.model_id,
-                memory_id=f"{rng.getrandbits(96):024x}",
-            )  # fmt: skip
-            items.append((_observed(memory, observed), vector))
-        mem.service.import_(principal, iter(items))
-    load_s = time.perf_counter() - mark
+    writer = Writer(store, pin.model_id, graph=_mirrors(mem))
+    wrote = writer.write([(ref, lambda: corpus.rows(n))])
     mark = time.perf_counter()
     store.maintain()
     return {
         "rows": n,
         "built": True,
-        "load_seconds": round(load_s, 1),
+        "load_seconds": wrote["seconds"],
+        "rows_per_s": wrote["rows_per_s"],
         "maintain_seconds": round(time.perf_counter() - mark, 1),
     }
+
+
+def build_tenants(
+    mem: Quipu,
+    corpus: Corpus,
+    tenants: list[int],
+    per_tenant: int,
+    *,
+    say: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Load the small tenants numbered ``tenants`` (each ``per_tenant`` rows in the agent
+    scope of ``small``: :func:`quipu.evals.scale_build.tenant_rows`), many per transaction;
+    tenants already holding their rows are skipped."""
+    store = mem.service.store
+    pin = store.embedding_pin()
+    assert pin is not None, "the scale bench needs the embedder"
+    wanted = {agent_scope(tenant_name(t), SMALL): t for t in tenants}
+    writer = Writer(store, pin.model_id, graph=_mirrors(mem))
+    todo = writer.missing((ref, per_tenant) for ref in wanted)
+    wrote = writer.write(
+        ((ref, _rows_of(corpus, wanted[ref], per_tenant)) for ref, _ in todo), say=say
+    )
+    mark = time.perf_counter()
+    if todo:
+        store.maintain()
+    return {
+        "tenants": len(tenants),
+        "built": len(todo),
+        **wrote,
+        "maintain_seconds": round(time.perf_counter() - mark, 1),
+    }
+
+
+def _mirrors(mem: Quipu) -> bool:
+    """Whether the store writes a graph mirror with each memory (setting ``graph_extract``):
+    the build writes what a ``remember`` would."""
+    return mem.service.graph is not None
+
+
+def _rows_of(corpus: Corpus, index: int, n: int) -> Callable[[], list[Row]]:
+    return lambda: tenant_rows(corpus, index, n)
 
 
 def _observed(memory: MemoryVersion, at: Any) -> MemoryVersion:
@@ -182,6 +235,7 @@ def recall_runs(
         },
         "vector_paths": paths,
         "results": results,
+        "each_ms": latencies,
     }
 
 
@@ -339,16 +393,22 @@ def run(
     sizes: list[int],
     tenants: int = 0,
     per_tenant: int = 1000,
+    alone: str | None = None,
+    rounds: int = 3,
+    rss_walk: bool = True,
+    graph: bool = True,
     undated: int = 100,
     ingest_turns: int = 300,
     cold: bool = True,
     details: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The whole benchmark on one store (``target``: a file or a PostgreSQL URL)."""
+    """The whole benchmark on one store (``target``: a file or a PostgreSQL URL). With
+    ``tenants``, the middle small tenant is also built alone in ``alone`` (a file or URL; None:
+    a temporary file) and recalled in both stores in ``rounds`` interleaved rounds."""
     say = progress or (lambda _msg: None)
     load = os.getloadavg()
-    mem = quipu_open(target)
+    mem = quipu_open(target, graph=graph)
     embedder = mem.service.embedder
     assert embedder is not None, "the scale bench needs the embedder"
     corpus = Corpus.load(data, embedder, cache_dir)
@@ -367,6 +427,7 @@ def run(
         rows: dict[str, Any] = {"build": built}
         for label, asked in (("dated", dated), ("undated", others)):
             runs = recall_runs(mem, owner, asked)
+            runs.pop("each_ms")
             if not details:
                 runs.pop("results")
             rows[label] = runs
@@ -374,18 +435,20 @@ def run(
         out["scopes"][str(n)] = rows
     if tenants:
         say(f"building {tenants} tenants x {per_tenant} rows")
-        for t in range(tenants):
-            build(mem, corpus, per_tenant, "small", tenant=f"scale-tenant-{t:04d}")
-        middle = f"scale-tenant-{tenants // 2:04d}"
-        small = recall_runs(mem, "small", others, tenant=middle)
-        small.pop("results")
-        out["small_tenant_in_store"] = {"tenants": tenants, "per_tenant": per_tenant, **small}
+        out["tenants_build"] = build_tenants(mem, corpus, list(range(tenants)), per_tenant, say=say)
+        say("the middle tenant inside the store and alone, interleaved")
+        out["small_tenant"] = small_tenant(
+            mem, alone, corpus, tenants, per_tenant, others, rounds=rounds, graph=graph
+        )
     if ingest_turns:
         say(f"ingest: {ingest_turns} turns through remember")
         out["ingest"] = ingest(mem, corpus, ingest_turns, f"ingest-{time.time_ns()}")
     out["rss_mib_after"] = rss_mib()
     mem.close()
-    if cold:
+    if tenants and rss_walk:
+        say(f"RSS of one process recalling in {tenants} small tenants, then the largest scope")
+        out["rss_walk"] = rss_walk_run(target, tenants, f"scale-{max(sizes)}" if sizes else None)
+    if cold and sizes:
         largest = f"scale-{max(sizes)}"
         say("cold start: library")
         out["cold_library"] = cold_library(target, largest, others[0])
@@ -396,8 +459,100 @@ def run(
     return out
 
 
-def quipu_open(target: str) -> Quipu:
-    """The store under test, at its defaults (no job worker thread)."""
+def small_tenant(
+    mem: Quipu,
+    alone: str | None,
+    corpus: Corpus,
+    tenants: int,
+    per_tenant: int,
+    asked: list[str],
+    *,
+    rounds: int = 3,
+    graph: bool = True,
+) -> dict[str, Any]:
+    """The middle small tenant recalled inside ``mem``'s store and alone in a fresh store
+    (``alone``: a file or URL holding nothing else; None: a temporary file), in ``rounds``
+    interleaved rounds in this one process: latency in each, their p50/p95 ratio, and how many
+    questions got the same top-10 in both (the tenant's rows carry the same ids in both)."""
+    index = tenants // 2
+    with tempfile.TemporaryDirectory() as tmp:
+        lone = quipu_open(alone or str(Path(tmp) / "alone.db"), graph=graph)
+        try:
+            lone_build = build_tenants(lone, corpus, [index], per_tenant)
+            each: dict[str, list[float]] = {"in_store": [], "alone": []}
+            pages: dict[str, dict[str, list[str]]] = {}
+            for _ in range(rounds):
+                for label, where in (("in_store", mem), ("alone", lone)):
+                    runs = recall_runs(where, SMALL, asked, tenant=tenant_name(index))
+                    each[label] += runs["each_ms"]
+                    pages[label] = runs["results"]
+        finally:
+            lone.close()
+    inside, apart = percentiles(each["in_store"]), percentiles(each["alone"])
+    return {
+        "tenant": tenant_name(index),
+        "per_tenant": per_tenant,
+        "store_tenants": tenants,
+        "rounds": rounds,
+        "alone_build": lone_build,
+        "in_store_ms": inside,
+        "alone_ms": apart,
+        "ratio_p50": round(inside["p50"] / apart["p50"], 3) if apart["p50"] else None,
+        "ratio_p95": round(inside["p95"] / apart["p95"], 3) if apart["p95"] else None,
+        "same_pages": paired(pages["alone"], pages["in_store"]),
+    }
+
+
+_RSS_WALK = """
+import json, sys
+from quipu.evals.scale import rss_walk
+print(json.dumps(rss_walk(sys.argv[1], int(sys.argv[2]), sys.argv[3] or None)))
+"""
+
+
+def rss_walk_run(target: str, tenants: int, large: str | None) -> dict[str, Any]:
+    """:func:`rss_walk` in a fresh Python process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _RSS_WALK, target, str(tenants), large or ""],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
+    )
+    walked: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return walked
+
+
+def rss_walk(
+    target: str, tenants: int, large: str | None, asked: int = 2, **settings: Any
+) -> dict[str, Any]:
+    """Open ``target`` (with ``settings``) and recall ``asked`` questions in each of
+    ``tenants`` small tenants in turn, then in ``large``'s scope: this process's RSS after
+    opening, after each step of scopes touched, and after the large scope (does memory grow
+    with the scopes touched?)."""
+    mem = quipu_open(target, **settings)
+    questions_ = ["What did they paint last summer?", "Where does she work now?"][:asked]
+    out: dict[str, Any] = {"after_open_mib": rss_mib(), "after_scopes_mib": {}}
+    marks = {1, 10, 100, 250, 500, 750, tenants}
+    mark = time.perf_counter()
+    for t in range(tenants):
+        principal = _principal(mem, SMALL, tenant_name(t))
+        for q in questions_:
+            mem.service.recall(principal, q, scope="agent", k=10)
+        if t + 1 in marks:
+            out["after_scopes_mib"][str(t + 1)] = rss_mib()
+    out["seconds_small_scopes"] = round(time.perf_counter() - mark, 1)
+    if large is not None:
+        for q in questions_ * 5:
+            mem.service.recall(_principal(mem, large), q, scope="agent", k=10)
+        out["after_large_scope_mib"] = rss_mib()
+    mem.close()
+    return out
+
+
+def quipu_open(target: str, *, graph: bool = True, **settings: Any) -> Quipu:
+    """The store under test, at its defaults (no job worker thread) but ``settings``; ``graph``
+    False opens it with ``graph_extract`` off (no graph mirror written with each memory)."""
     from quipu.embedded import open as open_store
 
-    return open_store(target, worker_embedded=False)
+    return open_store(target, worker_embedded=False, graph_extract=graph, **settings)

@@ -1,8 +1,8 @@
 """Search on SQLite (a mixin of :class:`~quipu.storage.sqlite.store.SQLiteStore`): an
 in-process :class:`ScopeIndex` per scope, loaded on first use, kept current by this process's
 own writes and brought up to date from ``scope_log`` when another process wrote; evicted least
-recently used past ``cache_rows`` rows. Vector kNN, BM25, key frequencies, sessions and
-similarities of a scope are all answered from it."""
+recently used past ``cache_rows`` rows or ``cache_bytes`` bytes. Vector kNN, BM25, key
+frequencies, sessions and similarities of a scope are all answered from it."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ class ScopeSearch:
     _index_lock: threading.Lock
     _indexes: OrderedDict[ScopeRef, ScopeIndex]
     _cache_rows: int
+    _cache_bytes: int
     _index_folder: Path | None
     rebuilds: int
     catch_ups: int
@@ -300,10 +301,14 @@ class ScopeSearch:
         return index
 
     def _evict(self) -> None:
+        """Drop the least recently used scope indexes past ``cache_rows`` rows or
+        ``cache_bytes`` bytes (the one used last is kept)."""
         total = sum(len(i) for i in self._indexes.values())
-        while total > self._cache_rows and len(self._indexes) > 1:
+        size = sum(i.nbytes() for i in self._indexes.values())
+        while (total > self._cache_rows or size > self._cache_bytes) and len(self._indexes) > 1:
             _, dropped = self._indexes.popitem(last=False)
             total -= len(dropped)
+            size -= dropped.nbytes()
 
 
 def _generation(conn: sqlite3.Connection, ref: ScopeRef) -> int:

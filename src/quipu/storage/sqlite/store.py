@@ -109,6 +109,7 @@ class SQLiteStore(
         busy_timeout: float = 10.0,
         cache_rows: int = 2_000_000,
         index_files: bool = True,
+        cache_bytes: int = 256 << 20,
     ):
         self.path = str(path)
         #: Where scope indexes are kept for other processes to map (``index_file``).
@@ -119,6 +120,7 @@ class SQLiteStore(
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._timeout = busy_timeout
         self._cache_rows = cache_rows
+        self._cache_bytes = cache_bytes  # the scope indexes kept, by their nbytes() (issue 23)
         #: Scope indexes loaded whole, and brought up to date from ``scope_log`` (diagnostics).
         self.rebuilds = 0
         self.catch_ups = 0

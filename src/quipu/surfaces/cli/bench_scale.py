@@ -30,6 +30,35 @@ def scale(
         int, typer.Option(min=0, help="Also build this many small tenants and time one.")
     ] = 0,
     per_tenant: Annotated[int, typer.Option(min=1, help="Memories per small tenant.")] = 1000,
+    alone: Annotated[
+        str | None,
+        typer.Option(
+            "--alone-db",
+            help="With --tenants: a memory file or postgresql:// URL of an empty store where "
+            "the timed tenant is built alone, to compare with it inside --db. Default: a "
+            "temporary file.",
+        ),
+    ] = None,
+    rounds: Annotated[
+        int, typer.Option(min=1, help="Interleaved rounds of the tenant inside and alone.")
+    ] = 3,
+    rss_walk: Annotated[
+        bool,
+        typer.Option(
+            "--rss-walk/--no-rss-walk",
+            help="With --tenants: RSS of one fresh process recalling in every small tenant, "
+            "then in the largest scope.",
+        ),
+    ] = True,
+    graph: Annotated[
+        bool,
+        typer.Option(
+            "--graph/--no-graph",
+            help="Open the stores with graph_extract on (each memory written with its graph "
+            "mirror, as remember does) or off (faster builds; recall reads no graph unless "
+            "graph_weight is set).",
+        ),
+    ] = True,
     undated: Annotated[int, typer.Option(min=1, help="Questions naming no date, sampled.")] = 100,
     ingest_turns: Annotated[
         int, typer.Option("--ingest", min=0, help="Turns written through remember (0: none).")
@@ -60,6 +89,10 @@ def scale(
             sizes=size or [1_000, 10_000, 100_000],
             tenants=tenants,
             per_tenant=per_tenant,
+            alone=alone,
+            rounds=rounds,
+            rss_walk=rss_walk,
+            graph=graph,
             undated=undated,
             ingest_turns=ingest_turns,
             cold=cold,
