@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from quipu.core.lifecycle import HIDDEN
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import Kind, Source, Status
 from quipu.retrieval.bm25 import Postings, PostingsArrays
+from quipu.storage.sqlite.scope_index_window import Memo, TimeOrder, remember, unwindowed
 from quipu.storage.sqlite.vectors import Vectors
 from quipu.storage.timecodec import FOREVER, to_micros
 
@@ -107,13 +108,6 @@ class IndexState:
 #: A filter passing fewer than one row in this many is applied before scoring: only the rows
 #: that pass are scored (a gather of their vectors costs more per row than the full product).
 _NARROW = 8
-#: Results of one recall's earlier searches kept per index (filter masks, BM25 scores, the
-#: query's scores): a dated question's window searches read them instead of the whole scope.
-_MEMO = 2
-#: Rows added after the observation-time order was built that are still checked one by one;
-#: past this (plus a quarter of the ordered rows) the order is rebuilt.
-_UNORDERED = 256
-Memo = dict[Any, tuple[Any, ...]]
 
 
 class ScopeIndex:
@@ -155,9 +149,7 @@ class ScopeIndex:
         self._masks: Memo = {}  # filters without their window -> (version, from, until, mask)
         self._bm25: Memo = {}  # weighted query keys -> (rows, scores)
         self._near: Memo = {}  # query bytes -> (version, scores of every row)
-        self._by_time = np.zeros(0, dtype=np.intp)  # rows with a known observation, by time
-        self._times = np.zeros(0, dtype=np.int64)  # their observation times, ascending
-        self._ordered = 0  # rows 0.._ordered are in that order; later ones are checked each
+        self._by_time = TimeOrder()  # for dated questions' windows
 
     def __len__(self) -> int:
         return self._n
@@ -439,13 +431,13 @@ class ScopeIndex:
         """:meth:`_passing` over every row, kept for the recall's next searches (read-only:
         callers combine it into new arrays). Valid while no row changes and ``now`` crosses no
         row's validity bound."""
-        key = _unwindowed(filters)
+        key = unwindowed(filters)
         found = self._masks.get(key)
         if found is not None and found[0] == self._version and found[1] <= now_micros < found[2]:
             kept: npt.NDArray[np.bool_] = found[3]
             return kept
         m = self._passing(key, now_micros, None)
-        _remember(
+        remember(
             self._masks, key, (self._version, now_micros, self._stable_until(key, now_micros), m)
         )
         return m
@@ -466,7 +458,7 @@ class ScopeIndex:
     ) -> npt.NDArray[np.bool_]:
         """Which of ``rows`` pass the filters but the window: read from the scope's mask when
         an earlier search of the recall made it, else computed for those rows alone."""
-        key = _unwindowed(filters)
+        key = unwindowed(filters)
         found = self._masks.get(key)
         if found is not None and found[0] == self._version and found[1] <= now_micros < found[2]:
             kept: npt.NDArray[np.bool_] = found[3][rows]
@@ -475,34 +467,17 @@ class ScopeIndex:
 
     def _window(self, filters: Filters) -> npt.NDArray[np.intp] | None:
         """The rows observed inside the filters' window, ascending; ``None`` when the filters
-        name no window. Read from the rows ordered by observation time (two binary searches),
-        plus the rows added since the order was built."""
+        name no window."""
         after, before = filters.observed_after, filters.observed_before
         if after is None and before is None:
             return None
-        n = self._n
-        if n - self._ordered > self._ordered // 4 + _UNORDERED:
-            known = np.flatnonzero(self.observed_known[:n])
-            self._by_time = known[np.argsort(self.observed[known], kind="stable")]
-            self._times = self.observed[self._by_time]
-            self._ordered = n
-        low = 0 if after is None else int(np.searchsorted(self._times, to_micros(after)))
-        high = (
-            self._times.size
-            if before is None
-            else int(np.searchsorted(self._times, to_micros(before)))
+        return self._by_time.rows(
+            self.observed,
+            self.observed_known,
+            self._n,
+            None if after is None else to_micros(after),
+            None if before is None else to_micros(before),
         )
-        rows = self._by_time[low:high]
-        if n > self._ordered:
-            late = np.arange(self._ordered, n)
-            inside = self.observed_known[self._ordered : n].copy()
-            times = self.observed[self._ordered : n]
-            if after is not None:
-                inside &= times >= to_micros(after)
-            if before is not None:
-                inside &= times < to_micros(before)
-            rows = np.concatenate([rows, late[inside]])
-        return np.sort(rows)
 
     def _scores(self, query: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float32]:
         """``row @ query`` for every row, kept for the recall's next search with that query."""
@@ -512,7 +487,7 @@ class ScopeIndex:
             kept: npt.NDArray[np.float32] = found[1]
             return kept
         scores = self.vectors.scores(query, n)
-        _remember(self._near, key, (self._version, scores))
+        remember(self._near, key, (self._version, scores))
         return scores
 
     def _bm25_scores(self, keys: Mapping[str, float]) -> npt.NDArray[np.float32] | None:
@@ -525,7 +500,7 @@ class ScopeIndex:
             kept: npt.NDArray[np.float32] | None = found[1]
             return kept
         scores = self.postings.scores(keys)
-        _remember(self._bm25, key, (rows, scores))
+        remember(self._bm25, key, (rows, scores))
         return scores
 
     def allowed(self, keys: list[int], filters: Filters, now_micros: int) -> set[int]:
@@ -611,18 +586,3 @@ class ScopeIndex:
         top = top[np.lexsort((idx[top], -chosen[top]))]
         keys, values = self.keys[idx[top]].tolist(), chosen[top].tolist()  # no per-item numpy
         return [Candidate(k, v) for k, v in zip(keys, values, strict=True)], int(idx.size)
-
-
-def _unwindowed(filters: Filters) -> Filters:
-    """``filters`` without their observation window."""
-    if filters.observed_after is None and filters.observed_before is None:
-        return filters
-    return replace(filters, observed_after=None, observed_before=None)
-
-
-def _remember(memo: Memo, key: Any, value: tuple[Any, ...]) -> None:
-    """Keep ``value`` under ``key``, dropping the oldest entry past :data:`_MEMO`."""
-    memo.pop(key, None)
-    while len(memo) >= _MEMO:
-        memo.pop(next(iter(memo)))
-    memo[key] = value
