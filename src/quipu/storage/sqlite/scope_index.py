@@ -21,6 +21,7 @@ from quipu.core.lifecycle import HIDDEN
 from quipu.core.query import Candidate, Filters
 from quipu.core.records import Kind, Source, Status
 from quipu.retrieval.bm25 import Postings, PostingsArrays
+from quipu.storage.sqlite.scope_index_window import Memo, TimeOrder, remember, unwindowed
 from quipu.storage.sqlite.vectors import Vectors
 from quipu.storage.timecodec import FOREVER, to_micros
 
@@ -145,6 +146,13 @@ class ScopeIndex:
         self.postings = Postings()
         self.vectors = Vectors(dimension)
         self._alloc(64)
+        # Search memos (issue 23, dated questions), valid while ``_version`` is: every change to
+        # rows, vectors or postings bumps it.
+        self._version = 0
+        self._masks: Memo = {}  # filters without their window -> (version, from, until, mask)
+        self._bm25: Memo = {}  # weighted query keys -> (rows, scores)
+        self._near: Memo = {}  # query bytes -> (version, scores of every row)
+        self._by_time = TimeOrder()  # for dated questions' windows
 
     def __len__(self) -> int:
         return self._n
@@ -197,6 +205,7 @@ class ScopeIndex:
         with self.lock:
             if self._n:
                 raise ValueError("bulk_load needs an empty index")
+            self._version += 1
             n = len(rows)
             self._alloc(max(64, n))
             if n == 0:
@@ -291,6 +300,7 @@ class ScopeIndex:
 
     def add(self, row: Row, vector: npt.NDArray[np.float32] | None) -> None:
         with self.lock:
+            self._version += 1
             if self._n == self._cap:
                 self._alloc(self._cap * 2)
             i = self._n
@@ -328,6 +338,7 @@ class ScopeIndex:
             i = self._position.get(key)
             if i is None:
                 return
+            self._version += 1
             self.current[i] = False
             self.valid_to[i] = FOREVER if valid_to is None else valid_to
 
@@ -335,6 +346,7 @@ class ScopeIndex:
         with self.lock:
             i = self._position.get(key)
             if i is not None:
+                self._version += 1
                 self.vectors.set(i, vector)
                 self.has_vec[i] = True
 
@@ -386,34 +398,126 @@ class ScopeIndex:
 
     # -- search ------------------------------------------------------------------------------
     def mask(self, filters: Filters, now_micros: int) -> npt.NDArray[np.bool_]:
+        """Which rows pass the vectorisable filters, their observation window included."""
+        m = self._passing(filters, now_micros, None)
         n = self._n
-        if filters.as_of is None:
-            m = self.current[:n].copy()
-            m &= np.isin(self.status[:n], [STATUS_CODES[s] for s in filters.statuses])
-            instant = now_micros
-        else:
-            m = ~np.isin(self.family_status[:n], _HIDDEN_FAMILY)
-            m &= ~np.isin(self.status[:n], _HIDDEN_FAMILY)
-            instant = to_micros(filters.as_of)
-        in_time = (self.valid_at[:n] <= instant) & (instant < self.valid_to[:n])
-        if filters.as_of is None:
-            # "now" bounds only active rows: a superseded or expired row asked for by status is
-            # by definition no longer valid, and is still returned.
-            in_time |= self.status[:n] != STATUS_CODES[Status.ACTIVE]
-        m &= in_time
-        project = -1 if filters.project is None else self._projects.get(filters.project, -2)
-        m &= (self.project[:n] == -1) | (self.project[:n] == project)
-        if filters.kinds:
-            m &= np.isin(self.kind[:n], [KIND_CODES[k] for k in filters.kinds])
-        if filters.sources:
-            m &= np.isin(self.source[:n], [SOURCE_CODES[s] for s in filters.sources])
-        if filters.min_confidence is not None:
-            m &= self.confidence[:n] >= filters.min_confidence
         if filters.observed_after is not None:
             m &= self.observed_known[:n] & (self.observed[:n] >= to_micros(filters.observed_after))
         if filters.observed_before is not None:
             m &= self.observed_known[:n] & (self.observed[:n] < to_micros(filters.observed_before))
         return m
+
+    def _passing(
+        self, filters: Filters, now_micros: int, rows: npt.NDArray[np.intp] | None
+    ) -> npt.NDArray[np.bool_]:
+        """Which of ``rows`` (every row when ``None``) pass the vectorisable filters but the
+        observation window (a new array)."""
+        n = self._n
+
+        def at(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return column[:n] if rows is None else column[rows]
+
+        status = at(self.status)
+        if filters.as_of is None:
+            m = at(self.current).copy()
+            m &= np.isin(status, [STATUS_CODES[s] for s in filters.statuses])
+            instant = now_micros
+        else:
+            m = ~np.isin(at(self.family_status), _HIDDEN_FAMILY)
+            m &= ~np.isin(status, _HIDDEN_FAMILY)
+            instant = to_micros(filters.as_of)
+        in_time = (at(self.valid_at) <= instant) & (instant < at(self.valid_to))
+        if filters.as_of is None:
+            # "now" bounds only active rows: a superseded or expired row asked for by status is
+            # by definition no longer valid, and is still returned.
+            in_time |= status != STATUS_CODES[Status.ACTIVE]
+        m &= in_time
+        project = -1 if filters.project is None else self._projects.get(filters.project, -2)
+        codes = at(self.project)
+        m &= (codes == -1) | (codes == project)
+        if filters.kinds:
+            m &= np.isin(at(self.kind), [KIND_CODES[k] for k in filters.kinds])
+        if filters.sources:
+            m &= np.isin(at(self.source), [SOURCE_CODES[s] for s in filters.sources])
+        if filters.min_confidence is not None:
+            m &= at(self.confidence) >= filters.min_confidence
+        return m
+
+    def _scope_mask(self, filters: Filters, now_micros: int) -> npt.NDArray[np.bool_]:
+        """:meth:`_passing` over every row, kept for the recall's next searches (read-only:
+        callers combine it into new arrays). Valid while no row changes and ``now`` crosses no
+        row's validity bound."""
+        key = unwindowed(filters)
+        found = self._masks.get(key)
+        if found is not None and found[0] == self._version and found[1] <= now_micros < found[2]:
+            kept: npt.NDArray[np.bool_] = found[3]
+            return kept
+        m = self._passing(key, now_micros, None)
+        remember(
+            self._masks, key, (self._version, now_micros, self._stable_until(key, now_micros), m)
+        )
+        return m
+
+    def _stable_until(self, filters: Filters, now_micros: int) -> int:
+        """The first instant after ``now_micros`` at which a row enters or leaves its validity
+        (the mask of ``filters`` holds until then); never for a mask read ``as_of``."""
+        if filters.as_of is not None:
+            return FOREVER
+        n = self._n
+        starts, ends = self.valid_at[:n], self.valid_to[:n]
+        first_start = np.min(starts, where=starts > now_micros, initial=FOREVER)
+        first_end = np.min(ends, where=ends > now_micros, initial=FOREVER)
+        return int(min(first_start, first_end))
+
+    def _passes(
+        self, filters: Filters, now_micros: int, rows: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
+        """Which of ``rows`` pass the filters but the window: read from the scope's mask when
+        an earlier search of the recall made it, else computed for those rows alone."""
+        key = unwindowed(filters)
+        found = self._masks.get(key)
+        if found is not None and found[0] == self._version and found[1] <= now_micros < found[2]:
+            kept: npt.NDArray[np.bool_] = found[3][rows]
+            return kept
+        return self._passing(key, now_micros, rows)
+
+    def _window(self, filters: Filters) -> npt.NDArray[np.intp] | None:
+        """The rows observed inside the filters' window, ascending; ``None`` when the filters
+        name no window."""
+        after, before = filters.observed_after, filters.observed_before
+        if after is None and before is None:
+            return None
+        return self._by_time.rows(
+            self.observed,
+            self.observed_known,
+            self._n,
+            None if after is None else to_micros(after),
+            None if before is None else to_micros(before),
+        )
+
+    def _scores(self, query: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float32]:
+        """``row @ query`` for every row, kept for the recall's next search with that query."""
+        key = query.tobytes()
+        found = self._near.get(key)
+        if found is not None and found[0] == self._version:
+            kept: npt.NDArray[np.float32] = found[1]
+            return kept
+        scores = self.vectors.scores(query, n)
+        remember(self._near, key, (self._version, scores))
+        return scores
+
+    def _bm25_scores(self, keys: Mapping[str, float]) -> npt.NDArray[np.float32] | None:
+        """BM25 of every row for ``keys``, kept for the recall's next search with those keys
+        (a dated question's window search scores the same keys)."""
+        key = tuple(keys.items())
+        rows = len(self.postings)
+        found = self._bm25.get(key)
+        if found is not None and found[0] == rows:
+            kept: npt.NDArray[np.float32] | None = found[1]
+            return kept
+        scores = self.postings.scores(keys)
+        remember(self._bm25, key, (rows, scores))
+        return scores
 
     def allowed(self, keys: list[int], filters: Filters, now_micros: int) -> set[int]:
         """Which of ``keys`` pass the vectorisable filters (used to check full-text hits)."""
@@ -428,41 +532,64 @@ class ScopeIndex:
 
     def search(
         self, query: npt.NDArray[np.float32], filters: Filters, limit: int, now_micros: int
-    ) -> tuple[list[Candidate], int]:
-        """Exact top-``limit`` by cosine among rows passing the filters; returns rows scanned.
+    ) -> tuple[list[Candidate], int, str]:
+        """Exact top-``limit`` by cosine among rows passing the filters; returns the rows
+        scored and the plan (``exact-numpy``, ``exact-window``, ``window-empty``).
 
-        The filters are applied first: when few rows pass (a dated question's observation
-        window, issue 23 finding 1) only their vectors are scored, not the whole scope's."""
+        The filters are applied first. A dated question's observation window (issue 23
+        finding 1) is counted first from the rows ordered by time: an empty one costs nothing,
+        and the other filters are checked on its rows only; when few rows pass, only their
+        vectors are scored (``exact-window``), else the scope's scores are read (computed once
+        per query)."""
         with self.lock:
             n = self._n
             if n == 0 or limit <= 0:
-                return [], 0
-            idx = np.flatnonzero(self.mask(filters, now_micros) & self.has_vec[:n])
+                return [], 0, "exact-numpy"
+            rows = self._window(filters)
+            if rows is None:
+                idx = np.flatnonzero(self._scope_mask(filters, now_micros) & self.has_vec[:n])
+            elif rows.size == 0:
+                return [], 0, "window-empty"
+            else:
+                rows = rows[self.has_vec[rows]]
+                idx = rows[self._passes(filters, now_micros, rows)]
             if idx.size == 0:
-                return [], 0
+                return [], 0, "exact-numpy" if rows is None else "exact-window"
             if idx.size * _NARROW < n:
-                return self._top(self.vectors.take(idx) @ query, idx, limit)
-            return self._top(self.vectors.scores(query, n)[idx], idx, limit)
+                found, scanned = self._top(self.vectors.take(idx) @ query, idx, limit)
+                return found, scanned, "exact-numpy" if rows is None else "exact-window"
+            return (*self._top(self._scores(query, n)[idx], idx, limit), "exact-numpy")
 
     def search_text(
         self, keys: Mapping[str, float], filters: Filters, limit: int, now_micros: int
-    ) -> tuple[list[Candidate], int]:
+    ) -> tuple[list[Candidate], int, str]:
         """Top-``limit`` by BM25 over the weighted query ``keys``
         (:func:`~quipu.retrieval.expansion.query_keys`) among rows passing the filters that
-        hold one of them (no scoring at all when no row passes the filters)."""
+        hold one of them (no scoring at all when no row passes the filters); returns the rows
+        that matched and the plan (``bm25-scope``, ``bm25-window``, ``window-empty``). A
+        window's rows read the scope's scores for the same keys (computed once per query)."""
         with self.lock:
             n = self._n
             if n == 0 or limit <= 0:
-                return [], 0
-            m = self.mask(filters, now_micros)
-            if not m.any():
-                return [], 0
-            scores = self.postings.scores(keys)
+                return [], 0, "bm25-scope"
+            rows = self._window(filters)
+            if rows is None:
+                m = self._scope_mask(filters, now_micros)
+                if not m.any():
+                    return [], 0, "bm25-scope"
+                scores = self._bm25_scores(keys)
+                if scores is None:
+                    return [], 0, "bm25-scope"
+                idx = np.flatnonzero(m & (scores > 0))
+                return (*self._top(scores[idx], idx, limit), "bm25-scope")
+            if rows.size == 0:
+                return [], 0, "window-empty"
+            idx = rows[self._passes(filters, now_micros, rows)]
+            scores = self._bm25_scores(keys) if idx.size else None
             if scores is None:
-                return [], 0
-            m &= scores > 0
-            idx = np.flatnonzero(m)
-            return self._top(scores[idx], idx, limit)
+                return [], 0, "bm25-window"
+            idx = idx[scores[idx] > 0]
+            return (*self._top(scores[idx], idx, limit), "bm25-window")
 
     def _top(
         self, chosen: npt.NDArray[np.float32], idx: npt.NDArray[np.intp], limit: int

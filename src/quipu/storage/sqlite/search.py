@@ -77,8 +77,8 @@ class ScopeSearch:
         self, ref: ScopeRef, vector: Vector, filters: Filters, limit: int
     ) -> tuple[list[Candidate], SearchInfo]:
         index = self._index(ref)
-        found, scanned = index.search(vector, filters, limit, now_micros())
-        return found, SearchInfo("exact-numpy", scanned)
+        found, scanned, path = index.search(vector, filters, limit, now_micros())
+        return found, SearchInfo(path, scanned)
 
     def scope_vectors(self, ref: ScopeRef) -> npt.NDArray[np.float32]:
         """A copy of the scope's vectors as the index holds them (``quipu bench scale``'s numpy
@@ -93,8 +93,8 @@ class ScopeSearch:
     ) -> tuple[list[Candidate], SearchInfo]:
         index = self._index(ref)
         keys = query_keys(query, expansion)
-        found, scanned = index.search_text(keys, filters, limit, now_micros())
-        return found, SearchInfo("bm25-scope", scanned)
+        found, scanned, path = index.search_text(keys, filters, limit, now_micros())
+        return found, SearchInfo(path, scanned)
 
     def key_frequencies(self, ref: ScopeRef, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
         return self._index(ref).key_frequencies(keys)  # the postings BM25 reads
