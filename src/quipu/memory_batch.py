@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
+from typing import Any
 
 from quipu.core.auth import Actor
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
@@ -241,3 +242,24 @@ def _settled(
         return WriteResult(existing, created=False)
     latest = corroborate_near(service.store, clock, quota, principal, ref, result, row.vector)
     return WriteResult(latest, created=True)
+
+
+def outcome_dict(index: int, outcome: Outcome, *, whole: bool = True) -> dict[str, Any]:
+    """One item's result as the wire carries it: ``{"index", "status", "memory", "created"}``
+    when written (status 201) or met as a live duplicate (200), ``{"index", "status",
+    "error"}`` (the error envelope's body and its HTTP status) when refused. ``whole=False``
+    gives the memory's id and status instead of the memory (an agent's context is small)."""
+    if isinstance(outcome, QuipuError):
+        return {"index": index, "status": outcome.status, **outcome.to_dict()}
+    memory = outcome.memory
+    shown: dict[str, Any] = (
+        {"memory": memory.to_dict()}
+        if whole
+        else {"id": memory.id, "memory_status": memory.status.value}
+    )
+    return {
+        "index": index,
+        "status": 201 if outcome.created else 200,
+        **shown,
+        "created": outcome.created,
+    }

@@ -427,6 +427,14 @@ class Settings(BaseModel):
         description="For `topic_weight`: a word held by more than this share of the scope's "
         "memories is not distinctive and links nothing.",
     )
+    embedding_batch_threads: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Threads the local model embeds one bulk write's texts on (`remember_many`, "
+        "promotion, import, embed_pending), each text still alone in its run, so its vector is "
+        "the same. Empty: one per CPU, at most 4 (docs/benchmarks.md, issue 23).",
+    )
 
     @field_validator("*")
     @classmethod
