@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -36,7 +37,7 @@ from quipu.core.scopes import check_write, resolve_scope
 from quipu.core.text import embedding_key, fold
 from quipu.core.versions import UNSET, Change
 from quipu.corroboration import corroborate, corroborate_near
-from quipu.embeddings.base import Embedder
+from quipu.embeddings.base import Embedder, Vectors
 from quipu.errors import EmbeddingUnavailable, InvalidInput, QuipuError
 from quipu.guard import Guard, not_found
 from quipu.guard import reason as _reason
@@ -87,6 +88,9 @@ class MemoryService:
         #: Writes graduated articles' bodies as review candidates (GRAD-1): set by the
         #: composition root when a chat model is configured; None keeps the memory's text.
         self.body_writer: BodyWriter | None = None
+        #: Runs write embeddings beside the duplicate read (issue 23); its threads start on
+        #: the first write and are shared by this service's job view.
+        self._embedders = ThreadPoolExecutor(8, thread_name_prefix="quipu-write-embed")
 
     @property
     def limiter(self) -> RateLimiter | SharedRateLimiter | None:
@@ -101,6 +105,7 @@ class MemoryService:
         """Stop the recall pipeline's search threads and the usage recorder (the store is
         closed by its owner)."""
         self.pipeline.close()
+        self._embedders.shutdown(wait=True)
         if self.usage is not None:
             self.usage.close()
         if self.body_writer is not None:
@@ -166,10 +171,14 @@ class MemoryService:
     ) -> WriteResult:
         """Store the drafted ``memory`` (see :meth:`remember`)."""
         lim, body = self.limits, memory.text
+        # The model runs on a helper thread while this one reads for a live duplicate and
+        # drafts the graph rows (issue 23: ingest); a duplicate's vector is dropped.
+        pending = None if defer_embedding else self._embedding(ref.tenant_id, body)
         existing = self._live_duplicate(ref, memory)
         if existing is not None:
             return WriteResult(self._corroborated(principal, ref, existing, memory), created=False)
-        vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
+        graph = self.graph_draft("new", body)
+        vector = None if pending is None else pending()
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
         key = embedding_key(body) if vector is not None else None
@@ -177,7 +186,6 @@ class MemoryService:
         placing = self.placement  # GRAPH-2: where the tenant's ontology places the memory
         placed = None if placing is None else placing.write(principal, ref, memory, vector, key, by)
         if placed is None:  # GRAPH-1: its entities and facts, no model call
-            graph = self.graph_draft("new", body)
             written = self.store.insert(
                 ref, memory, vector, key, lim.quota_per_owner, by=by, graph=graph
             )  # the memory and its graph rows in one transaction
@@ -551,6 +559,45 @@ class MemoryService:
             if candidate.project == memory.project and candidate.status is Status.ACTIVE:
                 return candidate
         return None
+
+    def _embedding(self, tenant_id: str, body: str) -> Callable[[], Vector | None]:
+        """:meth:`embed_for_write` started now: the cache read here, the model run on a
+        helper thread; calling the result waits for the vector."""
+        if self.embedder is None:
+            return lambda: None
+        key = embedding_key(body)
+        cached = self.store.cached_embeddings(tenant_id, self.embedder.model_id, [key])
+        if key in cached:
+            found = cached[key]
+            return lambda: found
+        running = self.embed_later([body])
+        return lambda: None if (made := running()) is None else made[0]
+
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], Vectors | None]:
+        """``texts`` embedded for a write on a helper thread while the caller goes on; calling
+        the result waits for the vectors (``None``: the embedder is off or failing, and the
+        rows are embedded later by embed_pending)."""
+        embedder = self.embedder
+        if embedder is None:
+            return lambda: None
+        try:
+            running = self._embedders.submit(embedder.embed_batch, list(texts))
+        except RuntimeError:  # the service is closed: embed on this thread
+            running = None
+        if running is None:
+            try:
+                done = embedder.embed_batch(list(texts))
+            except EmbeddingUnavailable:
+                return lambda: None
+            return lambda: done
+
+        def vectors() -> Vectors | None:
+            try:
+                return running.result()
+            except EmbeddingUnavailable:
+                return None
+
+        return vectors
 
     def embed_for_write(self, tenant_id: str, body: str) -> Vector | None:
         """The vector for ``body``: from the cache when this text was embedded before; ``None``

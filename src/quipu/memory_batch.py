@@ -20,17 +20,17 @@ texts or field objects), at most :data:`MAX_ITEMS` per call (``413 too_many_item
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
 from quipu.core.auth import Actor
+from quipu.core.graph import GraphDraft
 from quipu.core.records import MemoryVersion, Principal, ScopeRef, Status, WriteResult
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.core.text import embedding_key
 from quipu.corroboration import corroborate, corroborate_near
 from quipu.errors import (
-    EmbeddingUnavailable,
     InvalidInput,
     LimitExceeded,
     PayloadTooLarge,
@@ -130,20 +130,19 @@ def remember_batch(
             except QuipuError as exc:
                 out[n] = exc
         memories = [memory for _, memory in drafted]
-        vectors = [None] * len(memories) if defer_embedding else _vectors(service, ref, memories)
+        graphs: list[GraphDraft | None] = []
+
+        def draw() -> None:  # the graph drafts, while the model embeds the texts
+            graphs.extend(service.graph_draft("new", m.text) for m in memories)
+
+        vectors = _vectors(service, ref, memories, draw, defer=defer_embedding)
         rows: list[BatchRow] = []
-        for first, vector in zip(memories, vectors, strict=True):
+        for first, vector, graph in zip(memories, vectors, graphs, strict=True):
             memory = first
             if vector is not None and service.embedder is not None:
                 memory = replace(memory, embedding_model=service.embedder.model_id)
-            rows.append(
-                BatchRow(
-                    memory,
-                    vector,
-                    embedding_key(memory.text) if vector is not None else None,
-                    service.graph_draft("new", memory.text),
-                )
-            )
+            key = embedding_key(memory.text) if vector is not None else None
+            rows.append(BatchRow(memory, vector, key, graph))
         if _places(service, ref):  # GRAPH-2 places row by row (each a savepoint)
             results = _placed(service, principal, ref, rows, by)
         else:
@@ -155,26 +154,29 @@ def remember_batch(
 
 
 def _vectors(
-    service: MemoryService, ref: ScopeRef, memories: Sequence[MemoryVersion]
+    service: MemoryService,
+    ref: ScopeRef,
+    memories: Sequence[MemoryVersion],
+    meanwhile: Callable[[], None],
+    *,
+    defer: bool,
 ) -> list[Vector | None]:
-    """Each memory's vector: the cached ones read at once, the others embedded together (the
-    bundled model runs them on parallel threads). The embedder off or failing: ``None`` for
-    those rows, embedded later by embed_pending, as ``remember`` does."""
+    """Each memory's vector: the cached ones read at once, the others embedded together on a
+    helper thread (the bundled model runs them on parallel threads) while ``meanwhile`` runs
+    here. The embedder off, failing or ``defer``: ``None`` for those rows, embedded later by
+    embed_pending, as ``remember`` does."""
     embedder = service.embedder
-    if embedder is None or not memories:
+    if embedder is None or defer or not memories:
+        meanwhile()
         return [None] * len(memories)
     keys = [embedding_key(m.text) for m in memories]
     cached = service.store.cached_embeddings(ref.tenant_id, embedder.model_id, list(set(keys)))
     pairs = list(zip(memories, keys, strict=True))
     wanted = list(dict.fromkeys(m.text for m, k in pairs if k not in cached))
-    made: dict[str, Vector] = {}
-    if wanted:
-        try:
-            matrix = embedder.embed_batch(wanted)
-        except EmbeddingUnavailable:
-            matrix = None
-        if matrix is not None:
-            made = {text: matrix[at] for at, text in enumerate(wanted)}
+    running = service.embed_later(wanted) if wanted else (lambda: None)
+    meanwhile()
+    matrix = running()
+    made = {} if matrix is None else {text: matrix[at] for at, text in enumerate(wanted)}
     return [cached.get(k, made.get(m.text)) for m, k in pairs]
 
 
