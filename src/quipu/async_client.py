@@ -24,6 +24,7 @@ from quipu.core.records import MemoryVersion, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
 from quipu.remote import RunTokens, Subject
+from quipu.remote_batch import AsyncBatchCalls
 from quipu.remote_governance import AsyncGovernanceCalls
 from quipu.remote_graph import AsyncGraphCalls
 from quipu.remote_index import AsyncIndexCalls
@@ -45,6 +46,7 @@ class AsyncClient(
     AsyncIndexCalls,
     AsyncGraphCalls,
     AsyncPlacementCalls,
+    AsyncBatchCalls,
 ):
     """A Quipu server over HTTP, awaited: the methods of :class:`quipu.Client`, as
     coroutines. ``key`` is an API key or run token (none in local mode).

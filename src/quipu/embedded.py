@@ -28,13 +28,14 @@ from quipu.documents import DocumentService
 from quipu.documents_library import LibraryDocuments
 from quipu.embedded_planes import IndexGraphVerbs, KnowledgeVerbs
 from quipu.embeddings.base import Embedder
-from quipu.errors import ConfigurationError
+from quipu.errors import ConfigurationError, QuipuError
 from quipu.extraction.base import Extractor
 from quipu.fanout import recall_across
 from quipu.governance import Erased, GovernanceService, Resolved
 from quipu.graph.service import Graph, GraphService
 from quipu.jobs.visibility import visible_job, visible_jobs
 from quipu.kv import KeyValues, KeyValueService
+from quipu.memory_batch import remember_many
 from quipu.runtime import Runtime
 from quipu.search import SearchService
 from quipu.settings import Settings
@@ -502,6 +503,17 @@ class Quipu(KnowledgeVerbs, IndexGraphVerbs):
         options = _options(locals())
         del options["query"], options["scopes"], options["k"]
         return recall_across(self.service, self.principal, query, list(scopes), k=k, **options)
+
+    def remember_many(
+        self, items: Sequence[str | Mapping[str, Any]], *, scope: str = "agent"
+    ) -> builtins.list[WriteResult | QuipuError]:
+        """Store each of ``items`` (a text, or a mapping of :meth:`remember`'s fields) in
+        ``scope`` in one transaction, the texts embedded together (issue 23). One result per
+        item, in order: its :class:`WriteResult`, or the error that refused that item alone (a
+        secret, a bad field, the rate limit) while the others were written. More than
+        :data:`quipu.memory_batch.MAX_ITEMS` items: :class:`PayloadTooLarge`
+        ``too_many_items``, nothing written."""
+        return remember_many(self.service, self.principal, items, scope=scope)
 
 
 def _options(values: dict[str, Any]) -> dict[str, Any]:

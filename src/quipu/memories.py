@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import copy
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
@@ -25,42 +25,30 @@ from quipu.core.knowledge import BodyWriter
 from quipu.core.limits import Limits
 from quipu.core.query import Cursor, Page, RecallResult
 from quipu.core.records import (
-    Kind,
     MemoryVersion,
     Principal,
-    Provenance,
     Relation,
     ScopeRef,
-    Source,
     Status,
-    Trust,
     TurnRef,
     WriteResult,
 )
 from quipu.core.scopes import check_write, resolve_scope
-from quipu.core.text import content_hash, embedding_key, fold
+from quipu.core.text import embedding_key, fold
 from quipu.core.versions import UNSET, Change
 from quipu.corroboration import corroborate, corroborate_near
-from quipu.embeddings.base import Embedder
+from quipu.embeddings.base import Embedder, Vectors
 from quipu.errors import EmbeddingUnavailable, InvalidInput, QuipuError
 from quipu.guard import Guard, not_found
 from quipu.guard import reason as _reason
+from quipu.memory_draft import LONG_TEXT, MemoryDraft, draft
 from quipu.retrieval.pipeline import RecallPipeline, RecallQuery
 from quipu.retrieval.rerank import CrossEncoder
+from quipu.storage.admission import verdicts
 from quipu.storage.base import EmbeddingPin, Store, Vector
 
-#: Sources whose rows are ``unverified`` until a reviewer affirms them or an independent source
-#: corroborates them (CONSOL-3); explicit writes by an agent are ``verified``.
-_UNVERIFIED_SOURCES = frozenset({Source.PROMOTED, Source.EXTRACTED, Source.HARVESTED})
-#: Statuses a write may start in: ``candidate`` is a proposal awaiting review (LIFE-5).
-_FIRST_STATUSES = frozenset({Status.ACTIVE, Status.CANDIDATE})
-
-#: What a 422 ``text_too_long`` tells an agent holding a pasted trace, file or transcript
-#: (issue 31): the documents plane keeps it verbatim and searchable by chunk.
-LONG_TEXT = (
-    "keep a long text as a document instead (MCP document_add, POST /v1/documents, "
-    "Quipu.documents.add: up to 1,000,000 characters, kept verbatim and searched by chunk)"
-)
+#: The parameters of :meth:`MemoryService.remember` that are a new memory's fields.
+_DRAFT_FIELDS = frozenset(f.name for f in fields(MemoryDraft))
 
 
 class UsageSink(Protocol):
@@ -100,6 +88,9 @@ class MemoryService:
         #: Writes graduated articles' bodies as review candidates (GRAD-1): set by the
         #: composition root when a chat model is configured; None keeps the memory's text.
         self.body_writer: BodyWriter | None = None
+        #: Embeds a bulk write's texts while its graph rows are drafted (issue 23); its threads
+        #: start on the first such write and are shared by this service's job view.
+        self._embedders = ThreadPoolExecutor(8, thread_name_prefix="quipu-write-embed")
 
     @property
     def limiter(self) -> RateLimiter | SharedRateLimiter | None:
@@ -114,6 +105,7 @@ class MemoryService:
         """Stop the recall pipeline's search threads and the usage recorder (the store is
         closed by its owner)."""
         self.pipeline.close()
+        self._embedders.shutdown(wait=True)
         if self.usage is not None:
             self.usage.close()
         if self.body_writer is not None:
@@ -162,78 +154,28 @@ class MemoryService:
         ``status`` ``candidate`` stores a proposal that only a reviewer activates (LIFE-5);
         model output is always written so. ``project`` must be registered (SCOPE-6)."""
         lim = self.limits
-        body = validate.text(text, max_bytes=lim.max_text_bytes, instead=LONG_TEXT)
+        given = {k: v for k, v in locals().items() if k in _DRAFT_FIELDS}
         ref = resolve_scope(principal, scope)
         check_write(principal, ref)
-        self.guard.admit_write(principal)
-        source_v = validate.enum(Source, source, field="source")
-        tags_v = validate.labels(tags, field="tags", max_count=lim.max_tags)
-        aliases_v = validate.labels(aliases, field="aliases", max_count=lim.max_aliases)
-        meta_v = validate.metadata(metadata, max_bytes=lim.max_metadata_bytes)
-        now = self._clock()
-        valid = validate.instant(valid_at, field="valid_at") or now
-        invalid = validate.instant(invalid_at, field="invalid_at")
-        if invalid is not None and invalid <= valid:
-            raise InvalidInput("invalid_at must be later than valid_at", code="invalid_time")
-        quote_v = (
-            None
-            if quote is None
-            else validate.text(quote, max_bytes=lim.max_text_bytes, field="quote")
-        )
-        start, end = validate.quote_span(quote_v, quote_start, quote_end)
-        first = Status.ACTIVE if status is None else validate.enum(Status, status, field="status")
-        if first not in _FIRST_STATUSES:
-            raise InvalidInput(
-                "a memory starts active or as a candidate for review",
-                code="invalid_status",
-                details={"field": "status", "allowed": sorted(s.value for s in _FIRST_STATUSES)},
-            )
-        project_v = self.guard.project(principal, project)
-        provenance = Provenance(
-            surface=principal.surface,
-            key_id=principal.key_id,
-            session_id=validate.optional_id(session_id, field="session_id"),
-            run_id=validate.optional_id(run_id, field="run_id"),
-            agent_id=principal.agent_id,
-            model=validate.optional_name(model, field="model"),
-            prompt_version=validate.optional_name(prompt_version, field="prompt_version"),
-            quote=quote_v,
-            quote_start=start,
-            quote_end=end,
-            **(turn.provenance() if turn is not None else {}),
-        )
-        memory = MemoryVersion(
-            id=uuid.uuid4().hex,
-            version=1,
-            tenant_id=ref.tenant_id,
-            scope=ref.scope,
-            owner=ref.owner,
-            project=project_v,
-            text=body,
-            kind=validate.enum(Kind, kind, field="kind"),
-            status=first,
-            confidence=validate.confidence(confidence),
-            source=source_v,
-            trust=Trust.UNVERIFIED if source_v in _UNVERIFIED_SOURCES else Trust.VERIFIED,
-            tags=tags_v,
-            metadata=meta_v,
-            aliases=aliases_v,
-            provenance=provenance,
-            observed_at=validate.instant(observed_at, field="observed_at"),
-            valid_at=valid,
-            invalid_at=invalid,
-            recorded_at=now,
-            content_hash=content_hash(body),
-            embedding_model=None,
-            relation=Relation.CREATED,
-            actor=principal.key_id,
-        )
-        self.guard.screen(memory)  # before any embedding is spent (or a secret sent out)
-        if self.guard.injected(memory):
-            memory = replace(memory, status=Status.QUARANTINED)
+        with verdicts():  # each record walked and screened once, here and in the store
+            memory = draft(self.guard, lim, self._clock(), principal, ref, MemoryDraft(**given))
+            return self._remember(principal, ref, memory, defer_embedding=defer_embedding)
+
+    def _remember(
+        self,
+        principal: Principal,
+        ref: ScopeRef,
+        memory: MemoryVersion,
+        *,
+        defer_embedding: bool,
+    ) -> WriteResult:
+        """Store the drafted ``memory`` (see :meth:`remember`)."""
+        lim, body = self.limits, memory.text
         existing = self._live_duplicate(ref, memory)
         if existing is not None:
             return WriteResult(self._corroborated(principal, ref, existing, memory), created=False)
+        # One text: embedded on this thread. On a helper thread, beside the duplicate read and
+        # the graph draft, it cost 5-10 % more CPU per turn and gained nothing at load 10-15.
         vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
         if vector is not None and self.embedder is not None:
             memory = replace(memory, embedding_model=self.embedder.model_id)
@@ -242,9 +184,9 @@ class MemoryService:
         placing = self.placement  # GRAPH-2: where the tenant's ontology places the memory
         placed = None if placing is None else placing.write(principal, ref, memory, vector, key, by)
         if placed is None:  # GRAPH-1: its entities and facts, no model call
-            draft = self.graph_draft("new", body)
+            graph = self.graph_draft("new", body)
             written = self.store.insert(
-                ref, memory, vector, key, lim.quota_per_owner, by=by, graph=draft
+                ref, memory, vector, key, lim.quota_per_owner, by=by, graph=graph
             )  # the memory and its graph rows in one transaction
         else:
             ref, written = placed
@@ -616,6 +558,32 @@ class MemoryService:
             if candidate.project == memory.project and candidate.status is Status.ACTIVE:
                 return candidate
         return None
+
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], Vectors | None]:
+        """``texts`` embedded for a write on a helper thread while the caller goes on; calling
+        the result waits for the vectors (``None``: the embedder is off or failing, and the
+        rows are embedded later by embed_pending)."""
+        embedder = self.embedder
+        if embedder is None:
+            return lambda: None
+        try:
+            running = self._embedders.submit(embedder.embed_batch, list(texts))
+        except RuntimeError:  # the service is closed: embed on this thread
+            running = None
+        if running is None:
+            try:
+                done = embedder.embed_batch(list(texts))
+            except EmbeddingUnavailable:
+                return lambda: None
+            return lambda: done
+
+        def vectors() -> Vectors | None:
+            try:
+                return running.result()
+            except EmbeddingUnavailable:
+                return None
+
+        return vectors
 
     def embed_for_write(self, tenant_id: str, body: str) -> Vector | None:
         """The vector for ``body``: from the cache when this text was embedded before; ``None``

@@ -36,6 +36,7 @@ from quipu.core.query import Page, RecallResult
 from quipu.core.records import MemoryVersion, WriteResult
 from quipu.core.sessions import SessionTurn
 from quipu.errors import Unavailable
+from quipu.remote_batch import BatchCalls
 from quipu.remote_governance import GovernanceCalls
 from quipu.remote_graph import GraphCalls
 from quipu.remote_index import IndexCalls
@@ -259,7 +260,15 @@ class RunTokens:
         )
 
 
-class Client(GovernanceCalls, KnowledgeCalls, PlaneCalls, IndexCalls, GraphCalls, PlacementCalls):
+class Client(
+    GovernanceCalls,
+    KnowledgeCalls,
+    PlaneCalls,
+    IndexCalls,
+    GraphCalls,
+    PlacementCalls,
+    BatchCalls,
+):
     """A Quipu server over HTTP. ``key`` is an API key or run token (none in local mode).
 
     ``timeout`` bounds each request (seconds, or an :class:`httpx.Timeout`); ``retry`` says

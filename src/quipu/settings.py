@@ -436,6 +436,14 @@ class Settings(BaseModel):
         "the last one searched is always kept. Bounds a process that searches many scopes "
         "(issue 23: 1,000 small tenants held 2.6 GiB).",
     )
+    embedding_batch_threads: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Threads the local model embeds one bulk write's texts on (`remember_many`, "
+        "promotion, import, embed_pending), each text still alone in its run, so its vector is "
+        "the same. Empty: one per CPU, at most 4 (docs/benchmarks.md, issue 23).",
+    )
 
     @field_validator("*")
     @classmethod

@@ -392,3 +392,13 @@ def retry_after(response: httpx.Response) -> float | None:
     except (KeyError, ValueError):
         return None
     return seconds if seconds >= 0 else None
+
+
+def error_from_item(status: int, error: Mapping[str, Any]) -> QuipuError:
+    """The typed error of one refused item of a bulk answer (its status and error body)."""
+    code, message = str(error.get("code", f"http_{status}")), str(error.get("message", ""))
+    details = error.get("details")
+    by_status = _BY_STATUS.get(status, QuipuError)
+    by_code = _BY_CODE.get(code)
+    cls = by_code if by_code is not None and issubclass(by_code, by_status) else by_status
+    return cls(message, code=code, details=dict(details) if isinstance(details, dict) else {})

@@ -48,6 +48,7 @@ from quipu.surfaces.mcp.graph import GRAPH_TOOL_NAMES
 from quipu.surfaces.mcp.index import INDEX_TOOL_NAMES
 from quipu.surfaces.mcp.knowledge import KNOWLEDGE_TOOL_NAMES
 from quipu.surfaces.mcp.kv import KV_TOOL_NAMES
+from quipu.surfaces.mcp.memory_batch import BATCH_TOOL_NAMES
 from quipu.surfaces.mcp.placement import PLACEMENT_TOOL_NAMES
 from quipu.surfaces.mcp.search import SEARCH_TOOL_NAMES
 from tests.conftest import SERVER_BACKENDS
@@ -430,6 +431,7 @@ TOOLS = [
     *INDEX_TOOL_NAMES,  # issue 24
     *GRAPH_TOOL_NAMES,  # issue 26
     *PLACEMENT_TOOL_NAMES,  # issue 26, GRAPH-2
+    *BATCH_TOOL_NAMES,  # issue 23, the bulk write
 ]
 TOOL_VALID = {**VALID, "session_id": "s1"}
 

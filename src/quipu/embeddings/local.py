@@ -17,6 +17,7 @@ import importlib.resources
 import logging
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,7 +69,9 @@ class LocalEmbedder(Embedder):
     default, one per physical core); ``cache_dir`` keeps the rewritten model
     (:data:`REWRITTEN_SHA256`) for the next process (``None``: rewritten in every process).
     Texts run through the model one at a time (see
-    :mod:`quipu.embeddings.quantize` for why), so a text's vector never depends on the batch.
+    :mod:`quipu.embeddings.quantize` for why), so a text's vector never depends on the batch;
+    ``batch_threads`` runs the texts of one :meth:`embed_batch` on that many threads at once
+    (a bulk write's texts; ``None``: one per CPU, at most 4), each text still alone in its run.
     """
 
     model_id = MODEL_ID
@@ -80,9 +83,13 @@ class LocalEmbedder(Embedder):
         model_path: str | Path | None = None,
         threads: int | None = None,
         cache_dir: str | Path | None = None,
+        batch_threads: int | None = None,
     ) -> None:
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be at least 1 or None, got {threads}")
+        if batch_threads is not None and batch_threads < 1:
+            raise ValueError(f"batch_threads must be at least 1 or None, got {batch_threads}")
+        self._batch_threads = batch_threads or min(4, os.cpu_count() or 1)
         self._model_path = Path(model_path) if model_path is not None else None
         self._threads = threads
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
@@ -112,9 +119,21 @@ class LocalEmbedder(Embedder):
         encodings = runtime.tokenizer.encode_batch(items, add_special_tokens=True)
         pooled = np.empty((len(items), DIMENSION), dtype=np.float32)
         # One text per run: activations are quantized per tensor (see quantize.py), so a
-        # batch would make each text's vector depend on its neighbours and on padding.
-        for row, encoding in enumerate(encodings):
-            pooled[row] = self._run(session, encoding)
+        # batch would make each text's vector depend on its neighbours and on padding. A
+        # write's texts run on parallel threads (ONNX Runtime releases the interpreter lock
+        # and a session may run on many threads at once), each filling its own rows.
+        workers = 1 if query else min(self._batch_threads, len(encodings))
+
+        def fill(start: int) -> None:
+            for row in range(start, len(encodings), workers):
+                pooled[row] = self._run(session, encodings[row])
+
+        if workers == 1:
+            fill(0)
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="quipu-embed") as pool:
+                for done in [pool.submit(fill, start) for start in range(workers)]:
+                    done.result()
         return normalise_rows(pooled, count=len(items), dimension=DIMENSION)
 
     def _run(self, session: Any, encoding: Encoding) -> npt.NDArray[np.float32]:

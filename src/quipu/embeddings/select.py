@@ -39,7 +39,11 @@ def build_embedder(settings: Settings) -> Embedder | None:
         )
     from quipu.embeddings.local import LocalEmbedder
 
-    return LocalEmbedder(threads=settings.embedding_threads, cache_dir=model_cache(settings))
+    return LocalEmbedder(
+        threads=settings.embedding_threads,
+        cache_dir=model_cache(settings),
+        batch_threads=settings.embedding_batch_threads,
+    )
 
 
 def model_cache(settings: Settings) -> Path | None:

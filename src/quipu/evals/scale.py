@@ -385,6 +385,28 @@ def ingest(mem: Quipu, corpus: Corpus, turns: int, owner: str) -> dict[str, Any]
     }
 
 
+def ingest_many(
+    mem: Quipu, corpus: Corpus, turns: int, owner: str, batch: int = 100
+) -> dict[str, Any]:
+    """The same turns through ``remember_many``, ``batch`` per call, at the store's defaults
+    (issue 23: the bulk write embeds a call's texts together and writes them in one
+    transaction)."""
+    from quipu.memory_batch import remember_many
+
+    principal = _principal(mem, owner)
+    texts = [f"{t} [{owner}]" for t in corpus.texts[:turns]]
+    mark = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        remember_many(mem.service, principal, texts[start : start + batch], scope="agent")
+    seconds = time.perf_counter() - mark
+    return {
+        "turns": len(texts),
+        "batch": batch,
+        "seconds": round(seconds, 2),
+        "turns_per_s": round(len(texts) / seconds, 1),
+    }
+
+
 def run(
     target: str,
     *,
@@ -443,6 +465,7 @@ def run(
     if ingest_turns:
         say(f"ingest: {ingest_turns} turns through remember")
         out["ingest"] = ingest(mem, corpus, ingest_turns, f"ingest-{time.time_ns()}")
+        out["ingest_many"] = ingest_many(mem, corpus, ingest_turns, f"many-{time.time_ns()}")
     out["rss_mib_after"] = rss_mib()
     mem.close()
     if tenants and rss_walk:

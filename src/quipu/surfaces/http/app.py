@@ -26,6 +26,7 @@ from quipu.surfaces.http.routers import (
     knowledge,
     kv,
     memories,
+    memory_batch,
     ops,
     placement,
     recall,
@@ -91,4 +92,5 @@ def create_app(
     app.include_router(index.router, responses=ERROR_RESPONSES)
     app.include_router(graph.router, responses=ERROR_RESPONSES)
     app.include_router(placement.router, responses=ERROR_RESPONSES)  # GRAPH-2
+    app.include_router(memory_batch.router, responses=ERROR_RESPONSES)  # issue 23, bulk write
     return app

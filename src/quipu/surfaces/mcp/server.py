@@ -53,6 +53,7 @@ from quipu.surfaces.mcp.graph import graph_tools, merge_tools
 from quipu.surfaces.mcp.index import index_tools
 from quipu.surfaces.mcp.knowledge import knowledge_tools
 from quipu.surfaces.mcp.kv import kv_tools
+from quipu.surfaces.mcp.memory_batch import batch_tools
 from quipu.surfaces.mcp.placement import placement_tools
 from quipu.surfaces.mcp.search import search_tools
 from quipu.surfaces.mcp.stdio import serve_stdio
@@ -442,6 +443,7 @@ def create_mcp_server(
 
     if sessions is not None:
         _session_tools(server, sessions, call)
+    batch_tools(server, service, call)  # issue 23: the bulk write
     if governance is not None:  # a runtime's server: every plane's tools
         governance_tools(server, governance, call)
         kv, documents = KeyValueService(service), DocumentService(service)
