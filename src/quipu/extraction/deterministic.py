@@ -48,17 +48,19 @@ from quipu.extraction.precision import doubtful, task_turn
 from quipu.extraction.rules import context_for_we
 from quipu.extraction.segment import Span, clauses, sentences
 from quipu.extraction.statement import Finding, Statement, canonical
+from quipu.extraction.trivia import distorted, trimmed, trivial
 from quipu.safety import find_secrets, looks_like_injection
 
 __all__ = ["EXTRACTOR_ID", "VERSION", "DeterministicExtractor"]
 
 EXTRACTOR_ID = "deterministic"
-VERSION = "1.4"
+VERSION = "1.5"
 #: The rules' revision: 2 adds issue 24's rules (past events, amounts, durations, purchases,
 #: facts inside requests and questions, turn classification); 3 drops doubtful candidates
 #: (fragments, unresolved references, an unnamed "we", conversation-local choices, one-off
-#: instructions, task turns: :mod:`.precision`).
-REVISION = 3
+#: instructions, task turns: :mod:`.precision`); 4 drops true but trivial ones and the known
+#: distortions of 1.4 (:mod:`.trivia`).
+REVISION = 4
 _MAX_TURN_CHARS = 100_000
 #: Subjectless clauses that inside a sentence are a comparison or an aside ("…, like TTH").
 _MID_SENTENCE = re.compile(r"(?:like|love|hate|prefer|enjoy|never|always|usually)\b", re.I)
@@ -343,21 +345,26 @@ class DeterministicExtractor(Extractor):
                     finding,
                     resolved=named,
                 )
+            if reason is None and self.revision >= 4:
+                reason = trivial(body, finding) or distorted(finding.text)
             if reason is not None:
                 dropped[reason] += 1
                 continue
-            confidence = finding.confidence
+            fact = finding
+            if self.revision >= 4:  # "… and need help comparing prices" is left out of the fact
+                fact = replace(finding, text=trimmed(finding.text))
+            confidence = fact.confidence
             if words > 25:
                 confidence -= 0.15
             if hedged:
                 confidence -= 0.2
             if TRANSIENT.search(body):
-                confidence -= 0.35 if finding.kind is not Kind.DECISION else 0.25
+                confidence -= 0.35 if fact.kind is not Kind.DECISION else 0.25
             if cue:
                 confidence += 0.1
             if correction or old_value:
                 confidence += 0.05
-            self._emit(turn, span, finding, _clamp(confidence), old_value, state, emitted, dropped)
+            self._emit(turn, span, fact, _clamp(confidence), old_value, state, emitted, dropped)
 
     def _emit(
         self,
@@ -423,6 +430,8 @@ class DeterministicExtractor(Extractor):
         m = _CORRECTION_FRAGMENT.match(body)
         if not m or not emitted or len(m["new"].split()) > 8:
             return False
+        if re.match(r"(?:been|being|gone|done|got)\b", m["new"].strip(), re.IGNORECASE):
+            return False  # "It's been a huge relief" says how it went, not a corrected value
         new, old = m["new"].strip(), (m["old"] or "").strip()
         target_index = len(emitted) - 1
         if old:

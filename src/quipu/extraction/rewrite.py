@@ -56,6 +56,7 @@ ADVERBS = frozenset(
         "certainly",
         "strongly",
         "much",
+        "once",
     ]
 )
 _MODALS = frozenset(
@@ -285,6 +286,14 @@ def _is_adverb(word: str) -> bool:
 _PAIR = re.compile(r"\b(?:my|our)\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+and\s+I\b", re.IGNORECASE)
 
 
+#: "I usually meal prep on Sundays": a two-word verb, conjugated as one ("meal-preps").
+_COMPOUND_VERB = re.compile(
+    r"(?P<lead>\b(?:I|we)(?: (?:usually|always|often|never|sometimes|also|still|mostly|just))*"
+    r" )(?P<first>meal|batch|bulk|food|grocery|spring|deep) (?P<second>prep|cook|shop|clean|buy)\b",
+    re.IGNORECASE,
+)
+
+
 def third_person(text: str, *, we_as: str = "User's team", assistant: bool = False) -> str:
     """``text`` with its first-person references rewritten (see the module docstring).
 
@@ -292,6 +301,7 @@ def third_person(text: str, *, we_as: str = "User's team", assistant: bool = Fal
     answers"), for instructions the user gives it.
     """
     used = False
+    text = _COMPOUND_VERB.sub(r"\g<lead>\g<first>-\g<second>", text)
     past = bool(_PAST_CONTEXT.search(text))
     pair = _PAIR.search(text)
     if pair:
