@@ -48,7 +48,7 @@ from quipu.extraction.precision import doubtful, task_turn
 from quipu.extraction.rules import context_for_we
 from quipu.extraction.segment import Span, clauses, sentences
 from quipu.extraction.statement import Finding, Statement, canonical
-from quipu.extraction.trivia import distorted, trimmed, trivial
+from quipu.extraction.trivia import distorted, question_tail, role_lead, trimmed, trivial
 from quipu.safety import find_secrets, looks_like_injection
 
 __all__ = ["EXTRACTOR_ID", "VERSION", "DeterministicExtractor"]
@@ -263,7 +263,8 @@ class DeterministicExtractor(Extractor):
                     continue
                 # "I have a 3-year-old son, what toys would you suggest?": the statement
                 # before the question is a fact; the question itself is not.
-                parts = parts[:-1]
+                tail = question_tail(parts[-1]) if parts and self.revision >= 4 else None
+                parts = parts[:-1] if tail is None else [*parts[:-1], tail]
             for clause in parts:
                 self._clause(turn, clause, state, emitted, dropped, household)
         if state.retracted is not None:
@@ -291,7 +292,11 @@ class DeterministicExtractor(Extractor):
         body = _HEDGE_LEAD.sub("", span.text)
         hedged = body != span.text or bool(_HEDGE.search(body))
         if _skip(canonical(body)):
-            dropped["not_durable"] += 1
+            role = role_lead(body) if self.revision >= 4 else None
+            if role is None:
+                dropped["not_durable"] += 1
+                return
+            self._emit(turn, span, role, role.confidence, None, state, emitted, dropped)
             return
         if (
             correction
@@ -322,6 +327,9 @@ class DeterministicExtractor(Extractor):
         if not findings and self.revision >= 2:
             event = event_finding(body, canonical(body), we_as=we_as)
             findings = [] if event is None else [event]
+        if not findings and self.revision >= 4:
+            role = role_lead(body)  # "As an aspiring stand-up comedian, I'm looking for …"
+            findings = [] if role is None else [role]
         if not findings:
             if _FIRST_PERSON.search(body):
                 dropped["no_rule"] += 1
@@ -430,8 +438,10 @@ class DeterministicExtractor(Extractor):
         m = _CORRECTION_FRAGMENT.match(body)
         if not m or not emitted or len(m["new"].split()) > 8:
             return False
-        if re.match(r"(?:been|being|gone|done|got)\b", m["new"].strip(), re.IGNORECASE):
-            return False  # "It's been a huge relief" says how it went, not a corrected value
+        if re.match(
+            r"(?:been|being|gone|done|got|actually|really|just)\b", m["new"].strip(), re.IGNORECASE
+        ):
+            return False  # "It's been a huge relief", "it was actually a 5-day trip": no value
         new, old = m["new"].strip(), (m["old"] or "").strip()
         target_index = len(emitted) - 1
         if old:

@@ -180,6 +180,7 @@ _THIRD = {
 # Base forms that may follow "and"/"or" with the subject left out ("live in X and work at Y").
 COMMON_VERBS = frozenset(
     [
+        "bring",
         "live",
         "work",
         "love",

@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 
 from quipu.core.records import Kind
+from quipu.extraction.segment import Span
 from quipu.extraction.statement import Finding, canonical
 
-__all__ = ["distorted", "trimmed", "trivial"]
+__all__ = ["distorted", "question_tail", "role_lead", "trimmed", "trivial"]
 
 #: "I have a kind of weird question", "I've got a few more questions about the pastry dough".
 _REQUEST = re.compile(
@@ -180,3 +181,41 @@ def trimmed(text: str) -> str:
     """``text`` without a request tacked onto its end ("… and need help comparing prices")."""
     cut = _TACKED_REQUEST.sub("", text).rstrip(" ,")
     return cut if len(cut.split()) >= 4 else text
+
+
+#: "The play I attended was actually a production of The Glass Menagerie, have you heard of
+#: it?": one clause, a statement with a question tacked on.
+_QUESTION_TAIL = re.compile(
+    r"^(?P<said>.+?),\s*(?:have|has|do|did|does|can|could|would|will|is|are|was|any|what|how"
+    r"|which|who|where|right|isn't|don't)\b[^,]*\??[\s\"')\]]*$",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|my|we|our)\b", re.IGNORECASE)
+
+
+def question_tail(clause: Span) -> Span | None:
+    """The statement before a question tacked onto the same clause, or None."""
+    m = _QUESTION_TAIL.match(clause.text)
+    if not m or not _FIRST_PERSON.search(m["said"]) or len(m["said"].split()) < 4:
+        return None
+    said = m["said"].rstrip()
+    return Span(said, clause.start, clause.start + len(said))
+
+
+#: "As an aspiring stand-up comedian, I'm looking for some advice": the request is not kept,
+#: the role it states is.
+_ROLE_LEAD = re.compile(
+    r"^(?:as|being) (?P<role>an? (?!(?:result|matter|reminder|side|follow|rule|whole|start"
+    r"|first|quick|heads|way|bonus|treat|gift|favou?r|thank|courtesy|precaution|test|joke"
+    r"|last|general)\b)(?:[\w-]+ ){0,4}?[\w-]+)(?:,\s*(?:i|i'm|i am|i've)\b|$)",
+    re.IGNORECASE,
+)
+
+
+def role_lead(body: str) -> Finding | None:
+    """ "User is an aspiring stand-up comedian" from a request that opens with the role."""
+    m = _ROLE_LEAD.match(body)
+    if not m:
+        return None
+    role = m["role"]
+    return Finding(Kind.FACT, 0.7, f"User is {role}", slot="role", value=role)
