@@ -221,3 +221,24 @@ def test_issue24_it_was_actually_is_not_a_corrected_value() -> None:
         "Paris was amazing, and it was actually a 5-day trip as well."
     )
     assert not any("actually a 5-day trip" in t for t in _facts(said))
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "As an AI language model, I cannot browse the internet.",  # sharegpt_VAELSB3_0/7
+        "As a user, I want to see my order history.",  # 32833e0b_3/11
+        "We need a new logo, as a small business, I can't afford an agency.",  # ultrachat_103337/7
+    ],
+)
+def test_issue24_a_role_lead_is_a_person_the_user_is(said: str) -> None:
+    """The role-lead rule reads "As a …, I" as what the user is, never a prompt's persona, a
+    story's user or a company (each was proposed by a first draft of the rule)."""
+    assert not any(t.startswith("User is a") for t in _facts(said))
+
+
+def test_issue24_a_curly_negation_is_not_bent_into_a_verb() -> None:
+    """sharegpt_uGnQJQx_0/11: "i don\u2019t love \u201cpoodle\u201d" (curly quotes) was
+    rewritten "User don\u2019ts love …"."""
+    said = "i don\u2019t love \u201cpoodle\u201d as a name."
+    assert not any("\u2019ts" in t for t in _facts(said))

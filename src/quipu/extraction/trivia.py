@@ -29,7 +29,7 @@ _REQUEST = re.compile(
     r" (?:questions?|rules|requests?|favou?rs?|concerns?|tasks? that)\b"
     r"|\b(?:need|needs|could use|would like|would love) (?:some |a little |your |a bit of )?"
     r"(?:help|advice|suggestions|recommendations|ideas|tips|guidance)\b"
-    r"|\bhave (?:got )?a (?:long way|lot) to go\b"
+    r"|\bhave (?:got )?a (?:long way|lot) to go\b|\bmade a request\b"
 )
 #: "I'll definitely treat myself to something nice", "I've got a bunch from my aunt's
 #: collection", "I've been using a mix of methods", "I have different interests".
@@ -153,7 +153,7 @@ _CUT_END = re.compile(
 _BENT_VERB = re.compile(
     r"\b(?!(?:has|was|is|does|always|sometimes|perhaps|its|this|us|his|hers|ours|yours"
     r"|theirs|times|years|months|weeks|days|hours|minutes|as|plus|less|unless)\b)\w+s been\b"
-    r"|\b(?:onces|usuallys|meals prep|would \w+ly \w+s)\b"
+    r"|\b(?:onces|usuallys|meals prep|would \w+ly \w+s)\b|\b\w+n['’]ts\b"
 )
 #: A title with "my" in it rewritten ("My Brother, My Brother and Me" → "their Brother"), or
 #: a title cut at an abbreviation ("Sgt", "A.I" → "A.they").
@@ -205,10 +205,11 @@ def question_tail(clause: Span) -> Span | None:
 #: "As an aspiring stand-up comedian, I'm looking for some advice": the request is not kept,
 #: the role it states is.
 _ROLE_LEAD = re.compile(
-    r"^(?:as|being) (?P<role>an? (?!(?:result|matter|reminder|side|follow|rule|whole|start"
+    r"^(?:As|Being) (?P<role>[Aa]n? (?!(?i:result|matter|reminder|side|follow|rule|whole|start"
     r"|first|quick|heads|way|bonus|treat|gift|favou?r|thank|courtesy|precaution|test|joke"
-    r"|last|general)\b)(?:[\w-]+ ){0,4}?[\w-]+)(?:,\s*(?:i|i'm|i am|i've)\b|$)",
-    re.IGNORECASE,
+    r"|last|general|user|company|business|small business|brand|team|organi[sz]ation|leader"
+    r"|chat|ai|language model|bot|model|assistant)\b)(?:[\w-]+ ){0,4}?[\w-]+?)"
+    r"(?: myself| too| as well)?(?:,\s*(?:[Ii]|I'm|I am|I've)\b|$)"
 )
 
 
