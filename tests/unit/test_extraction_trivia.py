@@ -242,3 +242,64 @@ def test_issue24_a_curly_negation_is_not_bent_into_a_verb() -> None:
     rewritten "User don\u2019ts love …"."""
     said = "i don\u2019t love \u201cpoodle\u201d as a name."
     assert not any("\u2019ts" in t for t in _facts(said))
+
+
+# Written after judging the draw of 1.5 (tests/data/promotion_judged_facts_r5.json), so these
+# shapes were seen in that sample; the next draw (_r6) measures them out of sample.
+
+
+@pytest.mark.parametrize(
+    ("said", "distorted"),
+    [
+        # a purpose clause read as a procedure (sharegpt_jZOf9E5_21/8, 102ff8ab/9)
+        (
+            "So far volunteers solicited, collected, and disbursed funds for charitable "
+            "purposes to meet the goals of the organization; and to preserve, propagate and "
+            "perpetuate Telugu cultural heritage in North America.",
+            "To preserve: propagate and perpetuate Telugu cultural heritage in North America",
+        ),
+        (
+            "Yeah, I meant to say I did a marathon, not a bike ride.",
+            "To say: did a marathon, not a bike ride",
+        ),
+        # a title cut at an initial (b73a4d04_1/1)
+        (
+            "By the way, I also own a rare first edition of F. Scott Fitzgerald's \"The Great "
+            'Gatsby", which I purchased for $2,500.',
+            "User also owns a rare first edition of F",
+        ),
+    ],
+)
+def test_issue24_shapes_judged_distorted_in_the_1_5_draw(said: str, distorted: str) -> None:
+    assert distorted in _facts(said, revision=3)
+    assert distorted not in _facts(said)
+
+
+def test_issue24_a_real_procedure_is_kept() -> None:
+    said = "To rotate the staging certs, run certbot renew, restart nginx, then check the expiry."
+    assert _facts(said) == [
+        "To rotate the staging certs: run certbot renew, restart nginx, then check the expiry"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("said", "fact"),
+    [
+        # "She loves to read" after "my sister again": "again" read as her name (cad5dca8_2/1)
+        (
+            "I'm planning to get a gift for my sister again, and I'm looking for some ideas. "
+            "She loves to read, so I thought maybe a new book would be a great idea.",
+            "User's sister again loves to read",
+        ),
+        # "I usually need" conjugated as a past form (f8cbf729_2/1)
+        (
+            "By the way, I usually need a pick-me-up around 2 pm, so I still allow myself one "
+            "caffeinated coffee at that time.",
+            "User usually need a pick-me-up around 2 pm",
+        ),
+    ],
+)
+def test_issue24_names_and_verbs_bent_in_the_1_5_draw(said: str, fact: str) -> None:
+    """The person and verb rewrites are shared by every revision: red on the code before."""
+    assert fact.replace(" again", "").replace("need a", "needs a") in _facts(said)
+    assert fact not in _facts(said)

@@ -354,7 +354,7 @@ class DeterministicExtractor(Extractor):
                     resolved=named,
                 )
             if reason is None and self.revision >= 4:
-                reason = trivial(body, finding) or distorted(finding.text)
+                reason = trivial(body, finding) or distorted(finding.text, finding.kind)
             if reason is not None:
                 dropped[reason] += 1
                 continue

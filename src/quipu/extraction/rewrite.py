@@ -263,12 +263,18 @@ _PAST_CONTEXT = re.compile(
 )
 
 
+#: Present forms spelt like a past ("I usually need a pick-me-up" → "needs").
+_EED = frozenset(
+    ["need", "feed", "seed", "bleed", "breed", "speed", "proceed", "succeed", "exceed", "weed"]
+)
+
+
 def third_singular(verb: str) -> str:
     """The third-person singular present of a base-form verb ("fly" → "flies")."""
     low = verb.lower()
     if low in _THIRD:
         out = _THIRD[low]
-    elif low in _MODALS or low in IRREGULAR_PAST or low.endswith("ed"):
+    elif low in _MODALS or low in IRREGULAR_PAST or (low.endswith("ed") and low not in _EED):
         return verb
     elif re.search(r"(?:s|sh|ch|x|z|o)$", low):
         out = low + "es"

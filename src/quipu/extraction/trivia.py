@@ -161,10 +161,32 @@ _QUOTED = re.compile(r"\"([^\"]*)(?:\"|$)")
 _REWRITTEN_IN_QUOTE = re.compile(r"\b(?:User|they|their|them|theirs|themselves)\b")
 
 
-def distorted(text: str) -> str | None:
+#: "To preserve: propagate and perpetuate …", "To say: did a marathon", "To set … free: making
+#: it accessible": a purpose clause read as a procedure. A procedure names a goal of two words
+#: or more and steps that start with a verb in the imperative.
+_PROCEDURE = re.compile(r"^To (?P<goal>[^:]+): (?P<first>\S+)", re.DOTALL)
+
+
+def _not_a_procedure(text: str) -> bool:
+    m = _PROCEDURE.match(text)
+    if m is None:
+        return False  # "first …, then …": the steps alone
+    first = m["first"]
+    return (
+        len(m["goal"].split()) < 2
+        or not first.isalpha()
+        or first.endswith(("ing", "ed"))
+        or first in ("did", "was", "were", "had", "said", "made", "got", "went", "they", "he")
+        or bool(re.search(r"\b(?:they|he|she|it)\b", m["goal"], re.IGNORECASE))
+    )
+
+
+def distorted(text: str, kind: Kind | None = None) -> str | None:
     """Why the stored ``text`` would misquote the user (``fragment``), or None."""
     body = text.rstrip(" .!")
-    if _CUT_END.search(body) or _BENT_VERB.search(body):
+    if kind is Kind.PROCEDURE and _not_a_procedure(body):
+        return "fragment"
+    if _CUT_END.search(body) or _BENT_VERB.search(body) or re.search(r"\b(?:of|by) [A-Z]$", body):
         return "fragment"
     for m in _QUOTED.finditer(body.replace("“", '"').replace("”", '"')):
         inside = m.group(1)
