@@ -172,8 +172,9 @@ def _not_a_procedure(text: str) -> bool:
     if m is None:
         return False  # "first …, then …": the steps alone
     first = m["first"]
+    steps = text[m.end() :]
     return (
-        len(m["goal"].split()) < 2
+        (len(m["goal"].split()) < 2 and not re.search(r",| then |; ", steps))
         or not first.isalpha()
         or first.endswith(("ing", "ed"))
         or first in ("did", "was", "were", "had", "said", "made", "got", "went", "they", "he")
