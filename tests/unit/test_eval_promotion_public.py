@@ -145,3 +145,21 @@ def test_issue24_judged_facts_rates_as_documented() -> None:
     assert new["judged"] == 160 and new["version"] == "1.4"
     assert new["faithful_durable"]["share"] == 0.8
     assert new["distorted_or_wrongly_stored"] == 0.031
+
+
+def test_issue24_judged_facts_of_1_5_rates_with_intervals() -> None:
+    """The labels of extractor 1.5 (new seeds, each drawn after the rules it measures were
+    committed: r5, then r6 after the fixes r5 showed) and the 95 % Wilson intervals
+    `fact_sample --rates` prints beside each share."""
+    from quipu.evals.fact_sample import rates, wilson
+
+    got = rates(Path(__file__).parents[1] / "data" / "promotion_judged_facts_r5.json")
+    assert got["judged"] == 160 and got["version"] == "1.5"
+    assert got["faithful_durable"]["share"] == 0.731
+    assert got["faithful_durable"]["ci95"] == (0.658, 0.794)
+    assert got["distorted_or_wrongly_stored"] == 0.075
+    assert got["distorted_or_wrongly_stored_ci95"] == (0.043, 0.127)
+    assert wilson(0, 10) == (0.0, 0.278) and wilson(5, 0) == (0.0, 1.0)
+    after = rates(Path(__file__).parents[1] / "data" / "promotion_judged_facts_r6.json")
+    assert after["judged"] == 160 and after["faithful_durable"]["share"] == 0.762
+    assert after["distorted_or_wrongly_stored"] == 0.044

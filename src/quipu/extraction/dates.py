@@ -100,4 +100,11 @@ def resolve_relative_dates(text: str, at: datetime | None) -> str:
     if at is None:
         return text
     today = at.date()
-    return _RELATIVE.sub(lambda m: _replace(m, today), text)
+    out = _RELATIVE.sub(lambda m: _replace(m, today), text)
+    # "a meal for next week" is "a meal for the week of …", never "for in the week of …"
+    return _DOUBLE_PREPOSITION.sub(r"\g<1> ", out)
+
+
+_DOUBLE_PREPOSITION = re.compile(
+    r"\b(for|by|until|till|before|after|from|since|of|during) (?:in|on) (?=the week of|\d|[A-Z])"
+)

@@ -48,17 +48,19 @@ from quipu.extraction.precision import doubtful, task_turn
 from quipu.extraction.rules import context_for_we
 from quipu.extraction.segment import Span, clauses, sentences
 from quipu.extraction.statement import Finding, Statement, canonical
+from quipu.extraction.trivia import distorted, question_tail, role_lead, trimmed, trivial
 from quipu.safety import find_secrets, looks_like_injection
 
 __all__ = ["EXTRACTOR_ID", "VERSION", "DeterministicExtractor"]
 
 EXTRACTOR_ID = "deterministic"
-VERSION = "1.4"
+VERSION = "1.5"
 #: The rules' revision: 2 adds issue 24's rules (past events, amounts, durations, purchases,
 #: facts inside requests and questions, turn classification); 3 drops doubtful candidates
 #: (fragments, unresolved references, an unnamed "we", conversation-local choices, one-off
-#: instructions, task turns: :mod:`.precision`).
-REVISION = 3
+#: instructions, task turns: :mod:`.precision`); 4 drops true but trivial ones and the known
+#: distortions of 1.4 (:mod:`.trivia`).
+REVISION = 4
 _MAX_TURN_CHARS = 100_000
 #: Subjectless clauses that inside a sentence are a comparison or an aside ("…, like TTH").
 _MID_SENTENCE = re.compile(r"(?:like|love|hate|prefer|enjoy|never|always|usually)\b", re.I)
@@ -261,7 +263,8 @@ class DeterministicExtractor(Extractor):
                     continue
                 # "I have a 3-year-old son, what toys would you suggest?": the statement
                 # before the question is a fact; the question itself is not.
-                parts = parts[:-1]
+                tail = question_tail(parts[-1]) if parts and self.revision >= 4 else None
+                parts = parts[:-1] if tail is None else [*parts[:-1], tail]
             for clause in parts:
                 self._clause(turn, clause, state, emitted, dropped, household)
         if state.retracted is not None:
@@ -289,7 +292,11 @@ class DeterministicExtractor(Extractor):
         body = _HEDGE_LEAD.sub("", span.text)
         hedged = body != span.text or bool(_HEDGE.search(body))
         if _skip(canonical(body)):
-            dropped["not_durable"] += 1
+            role = role_lead(body) if self.revision >= 4 else None
+            if role is None:
+                dropped["not_durable"] += 1
+                return
+            self._emit(turn, span, role, role.confidence, None, state, emitted, dropped)
             return
         if (
             correction
@@ -320,6 +327,9 @@ class DeterministicExtractor(Extractor):
         if not findings and self.revision >= 2:
             event = event_finding(body, canonical(body), we_as=we_as)
             findings = [] if event is None else [event]
+        if not findings and self.revision >= 4:
+            role = role_lead(body)  # "As an aspiring stand-up comedian, I'm looking for …"
+            findings = [] if role is None else [role]
         if not findings:
             if _FIRST_PERSON.search(body):
                 dropped["no_rule"] += 1
@@ -343,21 +353,26 @@ class DeterministicExtractor(Extractor):
                     finding,
                     resolved=named,
                 )
+            if reason is None and self.revision >= 4:
+                reason = trivial(body, finding) or distorted(finding.text, finding.kind)
             if reason is not None:
                 dropped[reason] += 1
                 continue
-            confidence = finding.confidence
+            fact = finding
+            if self.revision >= 4:  # "… and need help comparing prices" is left out of the fact
+                fact = replace(finding, text=trimmed(finding.text))
+            confidence = fact.confidence
             if words > 25:
                 confidence -= 0.15
             if hedged:
                 confidence -= 0.2
             if TRANSIENT.search(body):
-                confidence -= 0.35 if finding.kind is not Kind.DECISION else 0.25
+                confidence -= 0.35 if fact.kind is not Kind.DECISION else 0.25
             if cue:
                 confidence += 0.1
             if correction or old_value:
                 confidence += 0.05
-            self._emit(turn, span, finding, _clamp(confidence), old_value, state, emitted, dropped)
+            self._emit(turn, span, fact, _clamp(confidence), old_value, state, emitted, dropped)
 
     def _emit(
         self,
@@ -423,6 +438,10 @@ class DeterministicExtractor(Extractor):
         m = _CORRECTION_FRAGMENT.match(body)
         if not m or not emitted or len(m["new"].split()) > 8:
             return False
+        if re.match(
+            r"(?:been|being|gone|done|got|actually|really|just)\b", m["new"].strip(), re.IGNORECASE
+        ):
+            return False  # "It's been a huge relief", "it was actually a 5-day trip": no value
         new, old = m["new"].strip(), (m["old"] or "").strip()
         target_index = len(emitted) - 1
         if old:

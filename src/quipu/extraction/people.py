@@ -50,7 +50,7 @@ _PERSON = re.compile(
     r"\bmy ((?:best |older |younger |little |big |twin )?(?:"
     + "|".join(sorted(_SHE | _HE, key=len, reverse=True))
     + r"|partner|friend|boss|manager|roommate|flatmate|colleague|coworker|dog|cat|puppy|kitten"
-    r"|neighbou?r|doctor|therapist|teacher|coach)(?:'s)?)(?: ([A-Z][a-z]+))?",
+    r"|neighbou?r|doctor|therapist|teacher|coach)(?:'s)?)\b(?-i: ([A-Z][a-z]+))?",
     re.IGNORECASE,
 )
 _PRONOUN_START = re.compile(r"^(?P<pronoun>she|he)(?P<be>'s| is)?\b", re.IGNORECASE)

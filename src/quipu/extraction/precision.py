@@ -110,7 +110,7 @@ _OBJECT_LEFT = re.compile(
 _PRONOUN = re.compile(
     r"\b(?:it|its|them|they|their(?! own)|theirs|those|these|there|here|both|he|she|him|her"
     r"|his|hers|the same|the former|the latter|the above|the following"
-    r"|the other|the rest|such|ones)\b"
+    r"|the other|the rest|such(?! as)|ones)\b"
     r"|\b(?:my|the|this|that|current|new|old|other|usual|same|\w+er|\w+est) one\b"
     r"|\b(?:has|have|had|got|get|bought|want|need|own) (?:one|some)\b|\bsome$|^that\b"
     r"|\b(?:a|an) (?:\w+ )?one\b(?!-)"

@@ -56,6 +56,7 @@ ADVERBS = frozenset(
         "certainly",
         "strongly",
         "much",
+        "once",
     ]
 )
 _MODALS = frozenset(
@@ -179,6 +180,7 @@ _THIRD = {
 # Base forms that may follow "and"/"or" with the subject left out ("live in X and work at Y").
 COMMON_VERBS = frozenset(
     [
+        "bring",
         "live",
         "work",
         "love",
@@ -261,12 +263,18 @@ _PAST_CONTEXT = re.compile(
 )
 
 
+#: Present forms spelt like a past ("I usually need a pick-me-up" → "needs").
+_EED = frozenset(
+    ["need", "feed", "seed", "bleed", "breed", "speed", "proceed", "succeed", "exceed", "weed"]
+)
+
+
 def third_singular(verb: str) -> str:
     """The third-person singular present of a base-form verb ("fly" → "flies")."""
     low = verb.lower()
     if low in _THIRD:
         out = _THIRD[low]
-    elif low in _MODALS or low in IRREGULAR_PAST or low.endswith("ed"):
+    elif low in _MODALS or low in IRREGULAR_PAST or (low.endswith("ed") and low not in _EED):
         return verb
     elif re.search(r"(?:s|sh|ch|x|z|o)$", low):
         out = low + "es"
@@ -285,6 +293,14 @@ def _is_adverb(word: str) -> bool:
 _PAIR = re.compile(r"\b(?:my|our)\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+and\s+I\b", re.IGNORECASE)
 
 
+#: "I usually meal prep on Sundays": a two-word verb, conjugated as one ("meal-preps").
+_COMPOUND_VERB = re.compile(
+    r"(?P<lead>\b(?:I|we)(?: (?:usually|always|often|never|sometimes|also|still|mostly|just))*"
+    r" )(?P<first>meal|batch|bulk|food|grocery|spring|deep) (?P<second>prep|cook|shop|clean|buy)\b",
+    re.IGNORECASE,
+)
+
+
 def third_person(text: str, *, we_as: str = "User's team", assistant: bool = False) -> str:
     """``text`` with its first-person references rewritten (see the module docstring).
 
@@ -292,6 +308,7 @@ def third_person(text: str, *, we_as: str = "User's team", assistant: bool = Fal
     answers"), for instructions the user gives it.
     """
     used = False
+    text = _COMPOUND_VERB.sub(r"\g<lead>\g<first>-\g<second>", text)
     past = bool(_PAST_CONTEXT.search(text))
     pair = _PAIR.search(text)
     if pair:

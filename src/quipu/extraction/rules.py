@@ -649,7 +649,9 @@ def _dated_event(s: Statement) -> Finding | None:
             r"^(?:am|are|was|were|have|had|do|did|think|feel|need|want|know|guess|hope|wonder|get"
             r"|got"
             r"|went|saw|said|told|asked|forgot|remember|mean|meant|can|could|would|should|might|may"
-            r"|must|will|shall|just|also|really|only|probably|maybe)$",
+            r"|must|will|shall|just|also|really|only|probably|maybe"
+            # past and present spelt alike: "I set up two-factor authentication on April 5th"
+            r"|set|put|cut|hit|let|quit|spread|shut|cost|read)$",
             verb,
         )
     ):
