@@ -9,14 +9,17 @@ the tuning half of the LongMemEval pairs (``evals/data/knowledge_updates``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from quipu.composition import build_runtime, load_settings
 from quipu.core.limits import Limits
 from quipu.core.records import Kind, Principal, Status
+from quipu.embeddings.local import LocalEmbedder
 from quipu.extraction.deterministic import DeterministicExtractor
 from quipu.memories import MemoryService
+from quipu.runtime import Runtime
 
 AUGUST = datetime(2023, 8, 11, 5, 12, tzinfo=UTC)
 NOVEMBER = datetime(2023, 11, 30, 3, 29, tzinfo=UTC)
@@ -39,13 +42,13 @@ CARDS_NEW = (
 )
 
 
-def _runtime(make_store, local_embedder):  # type: ignore[no-untyped-def]
+def _runtime(make_store: Callable[..., Any], local_embedder: LocalEmbedder) -> Runtime:
     s = load_settings({"database": "unused.db"}, environ={})
     service = MemoryService(make_store(), local_embedder, Limits())
     return build_runtime(s, service, extractor=DeterministicExtractor())
 
 
-def _session(rt, who: Principal, session: str, at: datetime, *turns: str) -> None:  # type: ignore[no-untyped-def]
+def _session(rt: Runtime, who: Principal, session: str, at: datetime, *turns: str) -> None:
     said = [("user", text) for text in turns] + [("assistant", "Thanks, noted.")]
     for i, (role, text) in enumerate(said):  # a session of one turn is not promoted
         rt.sessions.append(who, session, role, text, observed_at=at + timedelta(minutes=i))
@@ -53,7 +56,7 @@ def _session(rt, who: Principal, session: str, at: datetime, *turns: str) -> Non
     rt.worker.drain()
 
 
-def _facts(rt, who: Principal, status: str, word: str) -> list[Any]:  # type: ignore[no-untyped-def]
+def _facts(rt: Runtime, who: Principal, status: str, word: str) -> list[Any]:
     page = rt.service.list(
         who, scope="agent_user", sources=["promoted"], limit=200, statuses=[status]
     )
@@ -61,8 +64,8 @@ def _facts(rt, who: Principal, status: str, word: str) -> list[Any]:  # type: ig
 
 
 def test_promo_004_issue24_a_new_frequency_supersedes_the_old(
-    make_store, local_embedder, alice: Principal
-) -> None:  # type: ignore[no-untyped-def]
+    make_store: Callable[..., Any], local_embedder: LocalEmbedder, alice: Principal
+) -> None:
     rt = _runtime(make_store, local_embedder)
     _session(rt, alice, "aug", AUGUST, YOGA_OLD)
     _session(rt, alice, "nov", NOVEMBER, YOGA_NEW)
@@ -75,8 +78,8 @@ def test_promo_004_issue24_a_new_frequency_supersedes_the_old(
 
 
 def test_promo_004_issue24_a_count_promoted_out_of_order_keeps_the_newer(
-    make_store, local_embedder, alice: Principal
-) -> None:  # type: ignore[no-untyped-def]
+    make_store: Callable[..., Any], local_embedder: LocalEmbedder, alice: Principal
+) -> None:
     rt = _runtime(make_store, local_embedder)
     _session(rt, alice, "later", NOVEMBER, CARDS_NEW)
     _session(rt, alice, "earlier", AUGUST, CARDS_OLD)
@@ -88,8 +91,8 @@ def test_promo_004_issue24_a_count_promoted_out_of_order_keeps_the_newer(
 
 
 def test_promo_004_issue24_an_explicit_quantity_is_never_replaced(
-    make_store, local_embedder, alice: Principal
-) -> None:  # type: ignore[no-untyped-def]
+    make_store: Callable[..., Any], local_embedder: LocalEmbedder, alice: Principal
+) -> None:
     rt = _runtime(make_store, local_embedder)
     explicit = rt.service.remember(
         alice,
@@ -105,8 +108,8 @@ def test_promo_004_issue24_an_explicit_quantity_is_never_replaced(
 
 
 def test_promo_004_issue24_different_attributes_are_never_collapsed(
-    make_store, local_embedder, alice: Principal
-) -> None:  # type: ignore[no-untyped-def]
+    make_store: Callable[..., Any], local_embedder: LocalEmbedder, alice: Principal
+) -> None:
     """Near misses: a sister's children and a brother's, table tennis and tennis, a 5K and a
     marathon personal best each stay current beside the other."""
     rt = _runtime(make_store, local_embedder)

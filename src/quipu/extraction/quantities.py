@@ -31,6 +31,11 @@ from quipu.extraction.statement import Finding, canonical
 
 __all__ = ["quantity_findings", "quantity_slot"]
 
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
 _NUM_WORDS = (
     r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
     r"|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy"
@@ -45,7 +50,7 @@ _FREQUENCY = re.compile(
     r"|\b(?:daily|weekly|biweekly|fortnightly|monthly|yearly|annually|nightly)\b"
 )
 #: Words that never name what a frequency or a count is of.
-_GENERIC = frozenset(
+_GENERIC = _set(
     """a an the my our your his her their its this that these those some any all each every
     other own new old different same more most many much few several total whole extra
     additional separate regular usual local good great nice little big long short
@@ -60,16 +65,16 @@ _GENERIC = frozenset(
     appointment appointments visit visits meeting meetings habit habits workout workouts
     with at in on for to from of by about into like and or but than then which who where
     when while since because as if planning plan plans hoping hope want wants able need
-    trying try love loves enjoy enjoys noticed notice think reminds remind""".split()
+    trying try love loves enjoy enjoys noticed notice think reminds remind"""
 )
-_STOP_AFTER = frozenset(
+_STOP_AFTER = _set(
     "with at in on for to from of by into like and or but which who where when while since "
-    "because as if so than".split()
+    "because as if so than"
 )
-_FREQUENCY_WORDS = frozenset(
+_FREQUENCY_WORDS = _set(
     "once twice thrice times time a an per each every other single day days week weeks "
     "month months year years weekend weekends morning evening night daily weekly biweekly "
-    "fortnightly monthly yearly annually nightly couple".split()
+    "fortnightly monthly yearly annually nightly couple"
 )
 _NUMBERISH = re.compile(rf"^(?:{_NUMBER})$")
 _POSSESSOR = re.compile(r"^(?:my|our) (?P<who>[a-z-]+(?: [a-z-]+)?) (?:has|have|owns|own)\b")
@@ -101,7 +106,8 @@ _RACE = re.compile(
 )
 _SPENT = re.compile(
     rf"\b(?:spent|put in|invested|logged)(?: (?:around|about|roughly|over|nearly|almost))?"
-    rf" {_NUMBER} (?:hours?|days?|weeks?|months?)(?: (?:on|into|working on) (?P<np>[a-z][a-z' -]*))?"
+    rf" {_NUMBER} (?:hours?|days?|weeks?|months?)"
+    rf"(?: (?:on|into|working on) (?P<np>[a-z][a-z' -]*))?"
 )
 _ACTIVITY_VERB = re.compile(
     r"\b(?:do|does|doing|play|plays|playing|attend|attends|attending|practi[cs]e|practi[cs]ing"
@@ -109,9 +115,9 @@ _ACTIVITY_VERB = re.compile(
     r"|swim|swims|swimming|run|runs|running|ride|rides|riding|have|has|having|call|calls"
     r"|calling|meet|meets|meeting)\b(?P<np>(?: [a-z'-]+){1,4})"
 )
-_TIME_WORDS = frozenset(
+_TIME_WORDS = _set(
     "monday tuesday wednesday thursday friday saturday sunday today tonight tomorrow "
-    "yesterday weekend weekends next last this morning evening night".split()
+    "yesterday weekend weekends next last this morning evening night"
 )
 
 
@@ -171,9 +177,9 @@ def _activity(body: str, canon: str) -> str | None:
     found = None
     for verb in _ACTIVITY_VERB.finditer(canon):
         head = _head(verb["np"], limit=2)
-        if head and not set(head.split()) <= _FREQUENCY_WORDS:
-            if verb.start() < frequency.start() or found is None:
-                found = head
+        useful = head and not set(head.split()) <= _FREQUENCY_WORDS
+        if useful and (verb.start() < frequency.start() or found is None):
+            found = head
     if found:
         return found
     words = [w for w in _words(canon[: frequency.start()]) if w not in _FREQUENCY_WORDS]
@@ -213,10 +219,8 @@ def quantity_slot(body: str, context: str = "") -> str | None:
 
 
 def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    found = None
-    for found in pattern.finditer(text):
-        pass
-    return found
+    matches = list(pattern.finditer(text))
+    return matches[-1] if matches else None
 
 
 def quantity_findings(
