@@ -77,6 +77,16 @@ _FREQUENCY_WORDS = _set(
     "fortnightly monthly yearly annually nightly couple"
 )
 _NUMBERISH = re.compile(rf"^(?:{_NUMBER})$")
+_SESSION_NOUN = (
+    r"(?:sessions?|class(?:es)?|lessons?|games?|matches|practices|meetings?|calls?"
+    r"|appointments?|workouts?|runs|rides|swims|hikes)\b"
+)
+#: A count of these is not a count of anything ("two weeks ago", "a few ideas").
+_NOT_COUNTED = _set(
+    "second seconds minute minutes hour hours day days week weeks month months year years "
+    "time times ago people way ways thing things idea ideas"
+)
+_VAGUE = re.compile(r"^(?:a few|several|a couple of|dozens of|a dozen)$")
 _POSSESSOR = re.compile(r"^(?:my|our) (?P<who>[a-z-]+(?: [a-z-]+)?) (?:has|have|owns|own)\b")
 _FIRST_PERSON = re.compile(r"^(?:i|we)\b")
 #: A possessive slot of the rules ("my sister has two kids": ``my:sister:has:``), which the
@@ -171,9 +181,10 @@ def _activity(body: str, canon: str) -> str | None:
     if frequency is None:
         return None
     if re.fullmatch(r"[a-z]+ly", frequency.group()):
-        after = _head(canon[frequency.end() :], limit=2)
-        if after:
-            return after
+        # "my weekly tennis sessions": the activity; "my daily commute", "my daily routine",
+        # "The Daily Boost": no frequency of anything the user states
+        after = re.match(r" (?:[a-z'-]+ ){0,2}?" + _SESSION_NOUN, canon[frequency.end() :])
+        return _head(after.group(), limit=2) if after else None
     found = None
     for verb in _ACTIVITY_VERB.finditer(canon):
         head = _head(verb["np"], limit=2)
@@ -210,7 +221,7 @@ def quantity_slot(body: str, context: str = "") -> str | None:
     count = _COUNT.search(canon)
     if count and not _EVENT_COUNT.search(canon[: count.start() + 12]):
         head = _head(count["np"])
-        if head is None:
+        if head is None or _VAGUE.match(count["n"]) or head.split()[-1] in _NOT_COUNTED:
             return None
         owner = _POSSESSOR.match(canon)
         who = f"{owner['who']}:" if owner else ""
@@ -241,6 +252,8 @@ def quantity_findings(
             for f in findings
         ]
     canon = canonical(body)
+    if _NOT_NOW.search(canon) and not _HABITUAL_ASIDE.search(canon):
+        return findings
     mine = _FIRST_PERSON.match(canon) or _POSSESSOR.match(canon)
     if not (mine and slot.startswith(("q:freq:", "q:count:"))) and not (
         slot.startswith("q:best:") and re.match(r"(?:my|our) ", canon)
@@ -263,9 +276,16 @@ _SENTENCE_ACTIVITY = re.compile(
 #: "my own weekly tennis sessions with friends".
 _SENTENCE_ADJECTIVE = re.compile(
     r"\bmy (?:own )?(?P<adj>daily|weekly|biweekly|fortnightly|monthly|nightly)"
-    r" (?P<np>[\w'.-]+(?: [\w'.-]+){0,5}?)" + _CUT,
+    r" (?P<np>(?:[\w'-]+ ){0,2}?" + _SESSION_NOUN + r"(?: [\w'.-]+){0,3}?)" + _CUT,
     re.IGNORECASE,
 )
+#: A plan, a wish, a hedge or hearsay: not a value the user's attribute has now. The habitual
+#: aside ("..., like we do every other week", "which is three times a week") still is one.
+_NOT_NOW = re.compile(
+    r"\b(?:will|would|going to|thinking|planning|plan to|try|trying|want|wants|hope|hoping"
+    r"|like to|love to|heard|considering|might|could|should|if|maybe|challenge|goal)\b"
+)
+_HABITUAL_ASIDE = re.compile(r"\b(?:(?:like|as) (?:i|we) (?:usually |always )?do|which is)\b")
 #: "it's a great addition to my collection - that's 15 autographed baseballs".
 _SENTENCE_COLLECTION = re.compile(
     rf"\b(?:that's|that is|I have|I've got|I now have) (?P<n>{_NUMBER}) (?P<np>[\w' -]+?)" + _CUT,
@@ -279,7 +299,8 @@ def sentence_quantity(sentence: str) -> tuple[str, str] | None:
     slot)``; None when the sentence states none, or when it is a question or hypothetical.
     The extractor (revision 4) calls it only when the sentence's clauses gave no candidate
     with a quantity slot."""
-    if re.search(r"\b(?:if|would|could|might|should|maybe|perhaps)\b|\?", sentence, re.IGNORECASE):
+    canon = canonical(sentence)
+    if "?" in sentence or (_NOT_NOW.search(canon) and not _HABITUAL_ASIDE.search(canon)):
         return None
     text = None
     frequency = _FREQUENCY.search(canonical(sentence))
