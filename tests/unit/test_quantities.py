@@ -26,11 +26,6 @@ SAME_ATTRIBUTE = [
         "like we do every other week",
         "q:freq:tennis",
     ),
-    (  # 0ddfec37_abs (tuning half)
-        "that's 15 autographed baseballs since I started collecting three months ago",
-        "I've added 20 autographed baseballs to my collection in the past few months",
-        "q:count:autographed baseball",
-    ),
     ("I currently have three bikes", "I'll actually have four bikes with me", "q:count:bike"),
     (
         "I got pre-approved for $350,000 from Wells Fargo",
@@ -98,3 +93,12 @@ def test_issue24_a_frequency_stated_across_clauses_is_one_fact() -> None:
         "two weeks, so I'm looking forward to discussing my progress with her."
     ) == ("User has a therapy session with Dr. Smith every two weeks", "q:freq:smith")
     assert sentence_quantity("If I attend yoga classes three times a week, will it help?") is None
+    # 0ddfec37_abs (tuning half): the count is said of "my collection" in another clause
+    old = sentence_quantity(
+        "By the way, I just got a signed baseball of his last week and it's a great addition to "
+        "my collection - that's 15 autographed baseballs since I started collecting three "
+        "months ago!"
+    )
+    assert old == ("User's collection has 15 autographed baseballs", "q:count:autographed baseball")
+    new = "I've added 20 autographed baseballs to my collection in the past few months"
+    assert quantity_slot(new) == "q:count:autographed baseball"

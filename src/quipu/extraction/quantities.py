@@ -6,7 +6,8 @@ twice a week" and, months later, "I attend yoga classes, which is three times a 
 currently have three bikes" and "I'll have four bikes with me"; "I got pre-approved for
 $350,000" and "... pre-approved for $400,000". :func:`quantity_slot` reads a clause and names
 the attribute measured — ``q:freq:yoga``, ``q:count:bike``, ``q:amount:pre-approved``,
-``q:best:5k``, ``q:spent:sculpture`` — so that the old and the new statement of one attribute
+``q:best:5k``, ``q:spent:sculpture``, and where a person the user names lives
+(``q:home:friend rachel``) — so that the old and the new statement of one attribute
 share a key and promotion's slot lookup supersedes the old fact with the new one.
 
 The key is built from the measured thing only (never from the value), normalised: lower
@@ -65,7 +66,8 @@ _GENERIC = _set(
     appointment appointments visit visits meeting meetings habit habits workout workouts
     with at in on for to from of by about into like and or but than then which who where
     when while since because as if planning plan plans hoping hope want wants able need
-    trying try love loves enjoy enjoys noticed notice think reminds remind"""
+    trying try love loves enjoy enjoys noticed notice think reminds remind myself yourself
+    themselves ourselves himself herself"""
 )
 _STOP_AFTER = _set(
     "with at in on for to from of by into like and or but which who where when while since "
@@ -79,23 +81,25 @@ _FREQUENCY_WORDS = _set(
 _NUMBERISH = re.compile(rf"^(?:{_NUMBER})$")
 _SESSION_NOUN = (
     r"(?:sessions?|class(?:es)?|lessons?|games?|matches|practices|meetings?|calls?"
-    r"|appointments?|workouts?|runs|rides|swims|hikes)\b"
+    r"|appointments?|workouts?)\b"
 )
 #: A count of these is not a count of anything ("two weeks ago", "a few ideas").
 _NOT_COUNTED = _set(
     "second seconds minute minutes hour hours day days week weeks month months year years "
-    "time times ago people way ways thing things idea ideas"
+    "time times ago people way ways thing things idea ideas mile miles km kilometer "
+    "kilometre pound pounds kg dollar dollars point points percent page"
 )
 _VAGUE = re.compile(r"^(?:a few|several|a couple of|dozens of|a dozen)$")
 _POSSESSOR = re.compile(r"^(?:my|our) (?P<who>[a-z-]+(?: [a-z-]+)?) (?:has|have|owns|own)\b")
 _FIRST_PERSON = re.compile(r"^(?:i|we)\b")
-#: A possessive slot of the rules ("my sister has two kids": ``my:sister:has:``), which the
-#: quantity slot names more precisely (``q:count:sister:kid``).
-_POSSESSIVE_HAS = re.compile(r"^my:[^:]+:(?:has|have):")
+#: A possessive slot of the rules ("my sister has two kids": ``my:sister:has:``, "my sister
+#: moved to Lyon": ``my:sister:moved:``), which the quantity slot names more precisely
+#: (``q:count:sister:kid``, ``q:home:sister``).
+_RETAG = re.compile(r"^my:[^:]+:(?:has|have|moved):")
 #: "I have three bikes", "I've tried four", "that's 15 autographed baseballs", "a team of 5".
 _COUNT = re.compile(
     rf"\b(?:have|has|own|owns|lead|leads|manage|manages|added|collected|tried|visited"
-    rf"|read|watched|finished|completed|run|adopted|is|are|team of|total of|group of)"
+    rf"|read|finished|completed|adopted|team of|total of|group of)"
     rf"(?: (?:now|currently|already|so far|in total|actually|only|just))?"
     rf" (?:a team of |a total of |a group of |about |around |over |nearly |almost )?"
     rf"(?P<n>{_NUMBER}) (?P<np>[a-z][a-z' -]*)"
@@ -113,6 +117,11 @@ _BEST = re.compile(r"\b(?:personal best|personal record|\bpb\b|\bpr\b|best time|
 _RACE = re.compile(
     r"\b(?P<race>half[ -]marathon|ultra[ -]?marathon|marathon|triathlon|\d+(?:\.\d+)?\s?k"
     r"|\d+(?:\.\d+)?[ -](?:mile|kilometre|kilometer|km)|mile|century ride|ironman)\b"
+)
+#: Where someone the user names lives now: "my friend Rachel moved back to the suburbs".
+_MOVED = re.compile(
+    r"^(?:my|our) (?P<who>[a-z-]+(?: [a-z'-]+)?) (?:recently |finally |since )?"
+    r"(?:moved|relocated) (?:back |away |out )?(?:to|into|in) \S"
 )
 _SPENT = re.compile(
     rf"\b(?:spent|put in|invested|logged)(?: (?:around|about|roughly|over|nearly|almost))?"
@@ -197,11 +206,25 @@ def _activity(body: str, canon: str) -> str | None:
     return _head(" ".join(reversed(words)), limit=1)
 
 
+#: A clause without any of these states no quantity (a cheap test before the real ones).
+_MAYBE = re.compile(
+    rf"\d|[$€£]|\b(?:{_NUM_WORDS}|once|twice|thrice|every|daily|weekly|biweekly|fortnightly"
+    r"|monthly|yearly|annually|nightly|moved|relocated|personal best|personal record|pb|pr"
+    r"|best time|fastest time)\b",
+    re.IGNORECASE,
+)
+
+
 def quantity_slot(body: str, context: str = "") -> str | None:
     """The key of the attribute ``body`` (one clause, original case) measures, or None.
     ``context``: the turn's text before the clause (a personal best's race may be named
     there, "I'm training for another 5K ... I hope to beat my personal best of 25:50")."""
+    if not _MAYBE.search(body):
+        return None
     canon = canonical(body)
+    moved = _MOVED.match(canon)
+    if moved:
+        return f"q:home:{moved['who']}"
     if _BEST.search(canon) and re.search(r"\d", canon):
         race = _RACE.search(canon) or _last(_RACE, canonical(context)[-300:])
         if race is None:
@@ -244,16 +267,24 @@ def quantity_findings(
     slot = quantity_slot(body, context)
     if slot is None:
         return findings
+    retag = [
+        bool(f.slot and _RETAG.match(f.slot)) or (f.slot is None and f.kind is Kind.FACT)
+        for f in findings
+    ]
+    if slot.startswith("q:home:") and not any(retag):
+        # "My friend Rachel moved back to the suburbs": the rules read only the relation
+        said = third_person(body, we_as=we_as)
+        return [*findings, Finding(Kind.FACT, 0.65, said, slot=slot)]
     if findings:
         return [
-            Finding(f.kind, f.confidence, f.text, slot, f.value, f.retraction)
-            if f.kind is Kind.FACT and (f.slot is None or _POSSESSIVE_HAS.match(f.slot))
-            else f
-            for f in findings
+            Finding(f.kind, f.confidence, f.text, slot, f.value, f.retraction) if again else f
+            for f, again in zip(findings, retag, strict=True)
         ]
     canon = canonical(body)
     if _NOT_NOW.search(canon) and not _HABITUAL_ASIDE.search(canon):
         return findings
+    if re.search(r"\b(?:last (?:week|month|weekend)|yesterday)\b", canon):
+        return findings  # "I wore my loafers to work every day last week": a one-off
     mine = _FIRST_PERSON.match(canon) or _POSSESSOR.match(canon)
     if not (mine and slot.startswith(("q:freq:", "q:count:"))) and not (
         slot.startswith("q:best:") and re.match(r"(?:my|our) ", canon)
@@ -283,8 +314,9 @@ _SENTENCE_ADJECTIVE = re.compile(
 #: aside ("..., like we do every other week", "which is three times a week") still is one.
 _NOT_NOW = re.compile(
     r"\b(?:will|would|going to|thinking|planning|plan to|try|trying|want|wants|hope|hoping"
-    r"|like to|love to|heard|considering|might|could|should|if|maybe|challenge|goal)\b"
+    r"|like to|love to|heard|learned|considering|might|could|should|if|maybe|challenge|goal)\b"
 )
+_ASIDE = re.compile(r"(?:, (?:which is|like (?:i|we) do)|- it is)\b")
 _HABITUAL_ASIDE = re.compile(r"\b(?:(?:like|as) (?:i|we) (?:usually |always )?do|which is)\b")
 #: "it's a great addition to my collection - that's 15 autographed baseballs".
 _SENTENCE_COLLECTION = re.compile(
@@ -299,11 +331,13 @@ def sentence_quantity(sentence: str) -> tuple[str, str] | None:
     slot)``; None when the sentence states none, or when it is a question or hypothetical.
     The extractor (revision 4) calls it only when the sentence's clauses gave no candidate
     with a quantity slot."""
+    if "?" in sentence or not _MAYBE.search(sentence):
+        return None
     canon = canonical(sentence)
     if "?" in sentence or (_NOT_NOW.search(canon) and not _HABITUAL_ASIDE.search(canon)):
         return None
     text = None
-    frequency = _FREQUENCY.search(canonical(sentence))
+    frequency = _FREQUENCY.search(canon)
     if frequency is not None:
         adjective = _SENTENCE_ADJECTIVE.search(sentence)
         if adjective:
@@ -312,6 +346,11 @@ def sentence_quantity(sentence: str) -> tuple[str, str] | None:
             for m in _SENTENCE_ACTIVITY.finditer(sentence):
                 if _FREQUENCY.search(canonical(m["obj"])):
                     continue
+                between = canonical(sentence[m.end() :])
+                at = between.find(frequency.group())
+                gap = between[:at] if at >= 0 else None
+                if gap is None or (len(gap.split()) > 6 and not _ASIDE.search(gap)):
+                    continue  # the frequency is of something else in the sentence
                 said = third_person(f"I {m['verb'].lower()} {m['obj'].rstrip('.')}")
                 text = f"{said} {frequency.group()}"
                 break
