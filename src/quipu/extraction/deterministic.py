@@ -45,6 +45,7 @@ from quipu.extraction.dates import TRANSIENT, resolve_relative_dates
 from quipu.extraction.events import event_finding, lead_time_moved, turn_kind
 from quipu.extraction.people import remember_people, resolve_pronoun
 from quipu.extraction.precision import doubtful, task_turn
+from quipu.extraction.quantities import quantity_findings, sentence_quantity
 from quipu.extraction.rules import context_for_we
 from quipu.extraction.segment import Span, clauses, sentences
 from quipu.extraction.statement import Finding, Statement, canonical
@@ -59,7 +60,8 @@ VERSION = "1.5"
 #: facts inside requests and questions, turn classification); 3 drops doubtful candidates
 #: (fragments, unresolved references, an unnamed "we", conversation-local choices, one-off
 #: instructions, task turns: :mod:`.precision`); 4 drops true but trivial ones and the known
-#: distortions of 1.4 (:mod:`.trivia`).
+#: distortions of 1.4 (:mod:`.trivia`) and reads the attribute a quantity measures as a slot
+#: (:mod:`.quantities`).
 REVISION = 4
 _MAX_TURN_CHARS = 100_000
 #: Subjectless clauses that inside a sentence are a comparison or an aside ("…, like TTH").
@@ -265,8 +267,11 @@ class DeterministicExtractor(Extractor):
                 # before the question is a fact; the question itself is not.
                 tail = question_tail(parts[-1]) if parts and self.revision >= 4 else None
                 parts = parts[:-1] if tail is None else [*parts[:-1], tail]
+            before = len(emitted)
             for clause in parts:
                 self._clause(turn, clause, state, emitted, dropped, household)
+            if self.revision >= 4 and not sentence.question:
+                self._quantity(turn, sentence, emitted[before:], state, emitted, dropped)
         if state.retracted is not None:
             emitted.append(state.retracted)
 
@@ -330,6 +335,10 @@ class DeterministicExtractor(Extractor):
         if not findings and self.revision >= 4:
             role = role_lead(body)  # "As an aspiring stand-up comedian, I'm looking for …"
             findings = [] if role is None else [role]
+        if self.revision >= 4:  # the attribute a quantity measures, as a slot (issue 24)
+            findings = quantity_findings(
+                body, findings, we_as=we_as, context=turn.content[: span.start]
+            )
         if not findings:
             if _FIRST_PERSON.search(body):
                 dropped["no_rule"] += 1
@@ -416,6 +425,24 @@ class DeterministicExtractor(Extractor):
         if hint is not None:
             item.candidate = replace(item.candidate, supersedes_hint=hint)
         emitted.append(item)
+
+    def _quantity(
+        self,
+        turn: Turn,
+        sentence: Span,
+        found: list[_Emitted],
+        state: _TurnState,
+        emitted: list[_Emitted],
+        dropped: Counter[str],
+    ) -> None:
+        """A frequency or a count the sentence states across its clauses, when none of its
+        candidates carries a quantity slot (revision 4, issue 24: :mod:`.quantities`)."""
+        if any(e.slot and e.slot.startswith("q:") for e in found):
+            return
+        stated = sentence_quantity(sentence.text)
+        if stated is not None:
+            finding = Finding(Kind.FACT, 0.6, stated[0], slot=stated[1])
+            self._emit(turn, sentence, finding, 0.6, None, state, emitted, dropped)
 
     # ------------------------------------------------------------------ corrections
 

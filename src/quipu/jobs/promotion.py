@@ -250,9 +250,14 @@ class Promoter:
                 said_at = None if source_turn is None else source_turn.said_at
                 previous = later = None
                 if status is None:  # a candidate changes nothing live until a reviewer activates it
-                    previous = self._near_promoted(memory, ref, candidate.supersedes_hint or text)
-                    if previous is None and candidate.slot and single_valued(candidate.slot):
+                    # The slot first: it knows which statement is newer (a near duplicate found
+                    # by similarity alone would let an older session's value replace a newer one).
+                    if candidate.slot and single_valued(candidate.slot):
                         previous, later = self._slot_holder(ref, candidate.slot, said_at)
+                    if previous is None and later is None:
+                        previous = self._near_promoted(
+                            memory, ref, candidate.supersedes_hint or text
+                        )
                 if previous is not None:
                     # Recorded before the write: a crash between the write and the supersede
                     # leaves the re-run enough to finish it (_finish_pending).
@@ -539,9 +544,14 @@ _SINGLE_HEADS = frozenset(
 )
 
 
+#: Quantity slots (extraction.quantities, extractor 1.5): "how often the user does yoga", "how
+#: many bikes", "the pre-approval amount" hold one value at a time.
+QUANTITY_SLOT = "q:"
+
+
 def single_valued(slot: str) -> bool:
     """Whether a later session's statement of ``slot`` replaces an earlier one (issue 24)."""
-    if slot in _SINGLE_SLOTS or slot.startswith("favourite:"):
+    if slot in _SINGLE_SLOTS or slot.startswith(("favourite:", QUANTITY_SLOT)):
         return True
     parts = slot.split(":")
     return len(parts) == 4 and parts[0] == "my" and parts[2] == "is" and parts[1] in _SINGLE_HEADS

@@ -179,9 +179,21 @@ def promotion(
         int | None,
         typer.Option(min=1, help="With --longmemeval/--locomo: the first N questions/dialogues."),
     ] = None,
+    knowledge_updates: Annotated[
+        bool,
+        typer.Option(
+            "--knowledge-updates",
+            help="With --longmemeval: only the labelled knowledge-update pairs: is the newer "
+            "value current and the old superseded, per half (tuning, held-out), the rules "
+            "before the quantity slots beside the latest (JSON; issue 24).",
+        ),
+    ] = False,
 ) -> None:
     """Precision, recall and F1 of an extractor on the labelled promotion sessions (EVAL-2);
     with --longmemeval or --locomo, what promotion keeps of public dialogues (issue 24)."""
+    if knowledge_updates and longmemeval is not None:
+        _knowledge_updates(longmemeval)
+        return
     if longmemeval is not None or locomo is not None:
         _public_promotion(longmemeval, locomo, limit)
         return
@@ -399,3 +411,13 @@ def _public_promotion(longmemeval: Path | None, locomo: Path | None, limit: int 
     if locomo is not None:
         out["locomo"] = run_locomo(locomo, embedder, limit=limit, progress=log)
     print(json.dumps(out, ensure_ascii=False, indent=2))
+
+
+def _knowledge_updates(longmemeval: Path) -> None:
+    """`quipu eval promotion --longmemeval FILE --knowledge-updates`: JSON on stdout."""
+    from quipu.embeddings.local import LocalEmbedder
+    from quipu.evals.promotion_ku import run_knowledge_updates
+
+    log = Console(stderr=True).log
+    report = run_knowledge_updates(longmemeval, LocalEmbedder(), progress=log)
+    print(json.dumps(report, ensure_ascii=False, indent=2))
