@@ -145,10 +145,10 @@ def patch(pipeline: Any, scale: Scale | None, idf_keys: bool) -> None:
             if not values:
                 return search(pipeline, ref, text, flt, depth)
             index = pipeline.port._index(ref)
-            found, scanned = index.search_text(values, flt, depth, now_micros())
+            found, scanned, path = index.search_text(values, flt, depth, now_micros())
             from quipu.storage.base import SearchInfo
 
-            return found, SearchInfo("bm25-scope", scanned)
+            return found, SearchInfo(path, scanned)
 
         pipeline._text_candidates = weighted_search
 

@@ -43,17 +43,20 @@ def measure(db: str, data: Path, sizes: list[int]) -> dict[str, Any]:
         row: dict[str, Any] = {}
         for label, asked in (("dated", dated), ("undated", others)):
             latencies: list[float] = []
+            cpu: list[float] = []  # the process's CPU per recall: steadier than time at load
             stages: dict[str, list[float]] = {}
             pages: dict[str, list[list[Any]]] = {}
             for q in asked:
-                mark = time.perf_counter()
+                mark, used = time.perf_counter(), time.process_time()
                 result = mem.service.recall(principal, q, scope="agent", k=10)
                 latencies.append((time.perf_counter() - mark) * 1000)
+                cpu.append((time.process_time() - used) * 1000)
                 pages[q] = [[h.memory.id, h.score] for h in result.results]
                 for stage, ms in result.meta["timings"].items():
                     stages.setdefault(stage, []).append(ms)
             row[label] = {
                 "latency_ms": percentiles(latencies),
+                "cpu_ms": percentiles(cpu),
                 "stages_ms": {
                     s: {"p50": percentiles(v)["p50"], "p95": percentiles(v)["p95"]}
                     for s, v in sorted(stages.items())
@@ -90,8 +93,11 @@ def main() -> None:
     args.out.write_text(json.dumps(result))
     for n, row in result["scopes"].items():
         for label, runs in row.items():
-            lat = runs["latency_ms"]
-            print(f"{n} {label}: p50 {lat['p50']} p95 {lat['p95']} ms")
+            lat, cpu = runs["latency_ms"], runs["cpu_ms"]
+            print(
+                f"{n} {label}: p50 {lat['p50']} p95 {lat['p95']} ms;"
+                f" CPU p50 {cpu['p50']} p95 {cpu['p95']} ms"
+            )
     print("load", result["load_start"], "->", result["load_end"])
 
 
