@@ -41,7 +41,7 @@ def test_promo_003_first_person_facts_are_rewritten_with_exact_quotes() -> None:
     for candidate in result.candidates:
         assert content[candidate.quote_start : candidate.quote_end] == candidate.quote
         assert candidate.turn_seq == 0
-    assert result.extractor_id == "deterministic" and result.version == "1.4" and result.ok
+    assert result.extractor_id == "deterministic" and result.version == "1.5" and result.ok
 
 
 @pytest.mark.parametrize(

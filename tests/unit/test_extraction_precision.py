@@ -166,9 +166,9 @@ def test_issue24_relative_span_with_a_half_is_not_resolved_as_a_date() -> None:
 
 
 def test_issue24_version_bumped_so_promotion_reruns_sessions_once() -> None:
-    assert VERSION == "1.4"
-    assert DeterministicExtractor().version == "1.4"
-    assert DeterministicExtractor(revision=2).version == "1.4-r2"
+    assert VERSION == "1.5"
+    assert DeterministicExtractor().version == "1.5"
+    assert DeterministicExtractor(revision=2).version == "1.5-r2"
 
 
 @pytest.mark.parametrize(
