@@ -26,6 +26,11 @@ SAME_ATTRIBUTE = [
         "like we do every other week",
         "q:freq:tennis",
     ),
+    (  # 830ce83f (tuning half; "She moved to Chicago" after "my friend Rachel")
+        "My friend Rachel moved to Chicago",
+        "My friend Rachel actually just moved back to the suburbs again",
+        "q:home:friend rachel",
+    ),
     ("I currently have three bikes", "I'll actually have four bikes with me", "q:count:bike"),
     (
         "I got pre-approved for $350,000 from Wells Fargo",
@@ -54,6 +59,7 @@ def test_issue24_old_and_new_statement_share_the_key(old: str, new: str, key: st
         ("My personal best in the 5K is 24:10", "My personal best in the marathon is 3:58:20"),
         ("I see Dr. Smith every week", "I see Dr. Johnson every week"),
         ("I have two cats", "I have two dogs"),
+        ("My sister moved to Lyon", "My brother moved to Lyon"),
     ],
 )
 def test_issue24_near_misses_never_share_a_key(one: str, other: str) -> None:
