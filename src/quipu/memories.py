@@ -158,7 +158,16 @@ class MemoryService:
         ref = resolve_scope(principal, scope)
         check_write(principal, ref)
         with verdicts():  # each record walked and screened once, here and in the store
-            memory = draft(self.guard, lim, self._clock(), principal, ref, MemoryDraft(**given))
+            model = None if defer_embedding or self.embedder is None else self.embedder.model_id
+            memory = draft(
+                self.guard,
+                lim,
+                self._clock(),
+                principal,
+                ref,
+                MemoryDraft(**given),
+                embedding_model=model,
+            )
             return self._remember(principal, ref, memory, defer_embedding=defer_embedding)
 
     def _remember(
@@ -177,8 +186,8 @@ class MemoryService:
         # One text: embedded on this thread. On a helper thread, beside the duplicate read and
         # the graph draft, it cost 5-10 % more CPU per turn and gained nothing at load 10-15.
         vector = None if defer_embedding else self.embed_for_write(ref.tenant_id, body)
-        if vector is not None and self.embedder is not None:
-            memory = replace(memory, embedding_model=self.embedder.model_id)
+        if vector is None and memory.embedding_model is not None:
+            memory = replace(memory, embedding_model=None)  # embedded later by embed_pending
         key = embedding_key(body) if vector is not None else None
         by = Actor.of(principal)
         placing = self.placement  # GRAPH-2: where the tenant's ontology places the memory

@@ -121,12 +121,17 @@ def remember_batch(
     by = Actor.of(principal)
     with verdicts():  # each record walked and screened once, here and in the store
         now = service._clock()
+        embedder = service.embedder
+        model = None if defer_embedding or embedder is None else embedder.model_id
         for n, item in enumerate(items):
             if isinstance(item, QuipuError):
                 out[n] = item
                 continue
             try:
-                drafted.append((n, draft(service.guard, service.limits, now, principal, ref, item)))
+                memory = draft(
+                    service.guard, service.limits, now, principal, ref, item, embedding_model=model
+                )
+                drafted.append((n, memory))
             except QuipuError as exc:
                 out[n] = exc
         memories = [memory for _, memory in drafted]
@@ -139,8 +144,8 @@ def remember_batch(
         rows: list[BatchRow] = []
         for first, vector, graph in zip(memories, vectors, graphs, strict=True):
             memory = first
-            if vector is not None and service.embedder is not None:
-                memory = replace(memory, embedding_model=service.embedder.model_id)
+            if vector is None and memory.embedding_model is not None:
+                memory = replace(memory, embedding_model=None)  # embedded later
             key = embedding_key(memory.text) if vector is not None else None
             rows.append(BatchRow(memory, vector, key, graph))
         if _places(service, ref):  # GRAPH-2 places row by row (each a savepoint)

@@ -76,11 +76,15 @@ def draft(
     principal: Principal,
     ref: ScopeRef,
     item: MemoryDraft,
+    *,
+    embedding_model: str | None = None,
 ) -> MemoryVersion:
     """``item``'s first version in ``ref``: every field validated, the write admitted (rate
     limit), screened for secrets in every field (SAFE-1, raises) and, when a free-text field
     looks like a prompt injection, stored ``quarantined`` (SAFE-2). The caller has resolved and
-    authorised ``ref``."""
+    authorised ``ref``. ``embedding_model`` names the model the caller will embed it with, so
+    the version the store admits is the very object screened here (one walk, not two); a caller
+    whose embedding then fails clears it."""
     lim = limits
     body = validate.text(item.text, max_bytes=lim.max_text_bytes, instead=LONG_TEXT)
     guard.admit_write(principal)
@@ -143,7 +147,7 @@ def draft(
         invalid_at=invalid,
         recorded_at=now,
         content_hash=content_hash(body),
-        embedding_model=None,
+        embedding_model=embedding_model,
         relation=Relation.CREATED,
         actor=principal.key_id,
     )

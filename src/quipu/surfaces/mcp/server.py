@@ -81,6 +81,7 @@ TOOL_NAMES = (
     "memory_revise",
     "memory_supersede",
     "memory_forget",
+    "memory_remember_many",  # issue 23: the bulk write (surfaces/mcp/memory_batch.py)
 )
 
 

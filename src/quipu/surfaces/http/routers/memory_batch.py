@@ -12,7 +12,8 @@ from quipu.memories import MemoryService
 from quipu.memory_batch import MAX_ITEMS, outcome_dict, remember_many
 from quipu.surfaces.http.deps import principal, service
 from quipu.surfaces.http.encoding import SafeJSONResponse
-from quipu.surfaces.http.schemas import Body
+from quipu.surfaces.http.responses import Answer, MemoryOut
+from quipu.surfaces.http.schemas import Body, ErrorDetail
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 Svc = Annotated[MemoryService, Depends(service)]
@@ -27,8 +28,21 @@ class RememberManyBody(Body):
     )
 
 
+class RememberManyItemOut(Answer):
+    index: int = Field(description="The item's place in `items`.")
+    status: int = Field(description="201 written, 200 an exact duplicate, else the refusal's.")
+    memory: MemoryOut | None = Field(None, description="The memory written or met.")
+    created: bool | None = Field(None, description="False: an exact duplicate (MEM-6).")
+    error: ErrorDetail | None = Field(None, description="Why this item alone was refused.")
+
+
+class RememberManyOut(Answer):
+    results: list[RememberManyItemOut]
+
+
 @router.post(
     "/batch",
+    response_model=RememberManyOut,
     summary="Remember many memories of one scope in one call",
     responses={200: {"description": "One result per item, in order: written or refused alone"}},
 )
