@@ -54,7 +54,8 @@ def main() -> None:
             for name in order:
                 mark = time.perf_counter()
                 if name == "exact":
-                    found[name] = [c.key for c in search.exact_knn(conn, ref, v, Filters(), 60, pin)[0]]
+                    exact = search.exact_knn(conn, ref, v, Filters(), 60, pin)[0]
+                    found[name] = [c.key for c in exact]
                 elif name == "ann":
                     ann = search.ann_knn(conn, ref, v, Filters(), 60, pin, plan)[0]
                     found[name] = [c.key for c in ann]
