@@ -110,3 +110,29 @@ def test_recall_001_issue23_keyword_statement_is_prepared_after_five_runs(
     assert prepared is not None and prepared[0] == 1
     assert all(page == pages[0] for page in pages)
     store.close()
+
+
+def test_recall_005_issue23_default_plan_walks_hnsw_above_4000_rows(
+    schema: str,  # noqa: F811
+) -> None:
+    """The default ``exact_limit`` is the measured crossover of the exact scan (~1 us per row)
+    and the scope's HNSW walk: at 10,000 rows the walk took 0.4x the exact scan's time with
+    every LoCoMo top 10 intact, at 1,000 rows 2.7x (issue 23). A 4,001-row scope gets its own
+    index and walks it (the exact path below the limit: the tests above and the scale gate)."""
+    import numpy as np
+
+    from tests.contract.test_scale_gate import PIN, unit
+
+    store = PostgresStore(schema)
+    rng = np.random.default_rng(23)
+    vectors = unit(rng, 4_001)
+    now = datetime.now(UTC)
+    rows = [(memory("big", f"big {i}", now), vectors[i]) for i in range(4_001)]
+    store.import_versions(rows)
+    store.pin_embedding(PIN)
+    assert len(store.ensure_ann_indexes()) == 1
+    found, info = store.vector_candidates(
+        ScopeRef("t1", Scope.AGENT, "big"), vectors[7], Filters(), 10
+    )
+    assert info.path == "hnsw-scope+rerank" and len(found) == 10
+    store.close()
