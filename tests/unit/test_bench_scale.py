@@ -58,7 +58,10 @@ def test_issue23_corpus_rows_are_turns_then_shifted_noisy_variants(
     assert len(rows) == 10
     assert [r[0] for r in rows[:4]] == corpus.texts
     assert rows[4][0] == corpus.texts[0] + " (#1)" and rows[9][0] == corpus.texts[1] + " (#2)"
-    assert rows[4][1] - rows[0][1] == timedelta(days=211)
+    # variants move into the past: a row dated after now would be invisible to recall yet
+    # first in every walk by recency (issue 23: 60 % of the 100k scope was in the future)
+    assert rows[0][1] - rows[4][1] == timedelta(days=211)
+    assert max(r[1] for r in rows) == max(corpus.observed)
     assert np.array_equal(rows[0][2], corpus.vectors[0])
     assert abs(float(np.linalg.norm(rows[4][2])) - 1.0) < 1e-5
     assert 0.9 < float(rows[4][2] @ corpus.vectors[0]) < 0.99  # near its turn, not equal

@@ -4,8 +4,10 @@ The store is built from real dialogue turns (LoCoMo: ~5.9k turns, each observed 
 session's date), topped up with variants until it holds ``n`` rows. Variant ``r`` of a turn is
 the turn's text with ``(#r)`` appended, its vector the model's embedding of the turn plus a
 little Gaussian noise (unit length again), and its observation time moved ``r * 211`` days
-later, so the store's history spans years and a date named in a question selects a narrow
-window, as in a long-lived agent's memory. The turn embeddings are computed once with the real
+earlier, so the store's history spans years and a date named in a question selects a narrow
+window, as in a long-lived agent's memory. Earlier, never later: a variant dated after the
+present is not yet valid, so recall cannot see it, yet it is the scope's newest row (the first
+that a walk by recency reads); 100k rows moved later left 60 % of the scope in the future. The turn embeddings are computed once with the real
 model and kept in ``cache_dir``; a built store is reused (``build`` is skipped when the scope
 already holds ``n`` rows).
 
@@ -107,7 +109,7 @@ class Corpus:
             if r:
                 block += rng.standard_normal(block.shape).astype(np.float32) * _NOISE
                 block /= np.linalg.norm(block, axis=1, keepdims=True)
-            shift = timedelta(days=r * _SHIFT_DAYS)
+            shift = timedelta(days=-r * _SHIFT_DAYS)  # into the past: every row is valid
             for i in range(take):
                 text = self.texts[i] if r == 0 else f"{self.texts[i]} (#{r})"
                 yield text, self.observed[i] + shift, block[i]
