@@ -7,9 +7,9 @@ little Gaussian noise (unit length again), and its observation time moved ``r * 
 earlier, so the store's history spans years and a date named in a question selects a narrow
 window, as in a long-lived agent's memory. Earlier, never later: a variant dated after the
 present is not yet valid, so recall cannot see it, yet it is the scope's newest row (the first
-that a walk by recency reads); 100k rows moved later left 60 % of the scope in the future. The turn embeddings are computed once with the real
-model and kept in ``cache_dir``; a built store is reused (``build`` is skipped when the scope
-already holds ``n`` rows).
+that a walk by recency reads); 100k rows moved later left 60 % of the scope in the future.
+The turn embeddings are computed once with the real model and kept in ``cache_dir``; a built
+store is reused (``build`` is skipped when the scope already holds ``n`` rows).
 
 Questions are LoCoMo's own: every question naming a date (the dated path of recall: keyword and
 vector searches restricted to the window, :mod:`quipu.retrieval.temporal`) and a seeded sample
