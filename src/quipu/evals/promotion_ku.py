@@ -33,9 +33,10 @@ from typing import Any
 
 from quipu.composition import build_runtime, load_settings
 from quipu.core.limits import Limits
-from quipu.core.records import Kind, MemoryVersion, Principal, Role, Status
+from quipu.core.records import Kind, MemoryVersion, Status
 from quipu.embeddings.base import Embedder
 from quipu.evals.datasets import LMEQuestion, load_longmemeval
+from quipu.evals.promotion_public import EVAL_AGENT, all_promoted
 from quipu.extraction.deterministic import REVISION, DeterministicExtractor
 from quipu.jobs.worker import Worker
 from quipu.memories import MemoryService
@@ -46,8 +47,6 @@ __all__ = ["KnowledgePair", "load_pairs", "run_knowledge_updates", "split"]
 
 PAIRS = Path(__file__).parent / "data" / "knowledge_updates" / "longmemeval_pairs.json"
 SEED = 24
-SCOPE = "agent_user"
-_WHO = Principal("local", "eval", Role.AGENT, agent_id="eval", user_id="user")
 #: The arms of a run: the rules before the quantity slots (revision 3) and the latest.
 ARMS: dict[str, int] = {"before": 3, "after": REVISION}
 
@@ -104,16 +103,7 @@ def split(pairs: Sequence[KnowledgePair], seed: int = SEED) -> dict[str, list[Kn
 
 
 def _promoted(rt: Any) -> list[MemoryVersion]:
-    out: list[MemoryVersion] = []
-    for status in ("active", "superseded"):
-        cursor: str | None = None
-        while True:
-            page = rt.service.list(_WHO, scope=SCOPE, statuses=[status], cursor=cursor, limit=200)
-            out.extend(page.items)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-    return [m for m in out if m.kind is not Kind.EPISODE]
+    return [m for m in all_promoted(rt) if m.kind is not Kind.EPISODE]
 
 
 def _current(m: MemoryVersion) -> bool:
@@ -137,9 +127,9 @@ def _promote_all(q: LMEQuestion, embedder: Embedder, revision: int, path: Path) 
             for seq, turn in enumerate(session.turns, start=1):
                 at = session.observed_at + timedelta(seconds=seq)
                 rt.sessions.append(
-                    _WHO, session.session_id, turn.role, turn.content, observed_at=at
+                    EVAL_AGENT, session.session_id, turn.role, turn.content, observed_at=at
                 )
-            rt.sessions.promote(_WHO, session.session_id)
+            rt.sessions.promote(EVAL_AGENT, session.session_id)
             promote.drain()
         return _promoted(rt)
     finally:

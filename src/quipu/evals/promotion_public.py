@@ -73,7 +73,15 @@ from quipu.runtime import Runtime
 from quipu.sessions import PROMOTE
 from quipu.storage.sqlite.store import SQLiteStore
 
-__all__ = ["ARMS", "Dialogue", "run_locomo", "run_longmemeval"]
+__all__ = [
+    "ARMS",
+    "EVAL_AGENT",
+    "SCOPE",
+    "Dialogue",
+    "all_promoted",
+    "run_locomo",
+    "run_longmemeval",
+]
 
 ARMS = ("raw", "old", "new", "inline", "prev", "facts")
 #: The arms a run takes unless told otherwise.
@@ -85,7 +93,7 @@ K = 5
 SAMPLE = 200
 FACT_TYPES = ("single-session-user", "single-session-preference", "knowledge-update")
 SCOPE = "agent_user"
-_WHO = Principal("local", "eval", Role.AGENT, agent_id="eval", user_id="user")
+EVAL_AGENT = Principal("local", "eval", Role.AGENT, agent_id="eval", user_id="user")
 
 
 @dataclass(frozen=True)
@@ -220,12 +228,14 @@ class _ArmResult:
     refused: int = 0
 
 
-def _all_promoted(rt: Runtime) -> list[MemoryVersion]:
+def all_promoted(rt: Runtime) -> list[MemoryVersion]:
     out: list[MemoryVersion] = []
     for status in ("active", "superseded"):
         cursor: str | None = None
         while True:
-            page = rt.service.list(_WHO, scope=SCOPE, statuses=[status], cursor=cursor, limit=200)
+            page = rt.service.list(
+                EVAL_AGENT, scope=SCOPE, statuses=[status], cursor=cursor, limit=200
+            )
             out.extend(page.items)
             cursor = page.next_cursor
             if not cursor:
@@ -248,17 +258,21 @@ def _run_arm(
                 if t.role == "user" or dialogue.questions[0].group.startswith("category"):
                     try:
                         rt.service.remember(
-                            _WHO, t.text, scope=SCOPE, session_id=t.session_id, observed_at=t.at
+                            EVAL_AGENT,
+                            t.text,
+                            scope=SCOPE,
+                            session_id=t.session_id,
+                            observed_at=t.at,
                         )
                     except InvalidInput:
                         out.refused += 1  # over the memory text bound (16 KB)
         else:
             for t in dialogue.turns:
-                rt.sessions.append(_WHO, t.session_id, t.role, t.text, observed_at=t.at)
+                rt.sessions.append(EVAL_AGENT, t.session_id, t.role, t.text, observed_at=t.at)
             promote_only = Worker(rt.worker.queue, {PROMOTE: rt.worker.handlers[PROMOTE]})
             for sid in dict.fromkeys(t.session_id for t in dialogue.turns):
                 started = time.perf_counter()
-                rt.sessions.promote(_WHO, sid)
+                rt.sessions.promote(EVAL_AGENT, sid)
                 promote_only.drain()
                 out.session_ms.append(1000 * (time.perf_counter() - started))
             if arm == "new":
@@ -267,7 +281,7 @@ def _run_arm(
             rt.worker.drain()  # the embed_pending job the promotions enqueued
             out.backfill_ms += 1000 * (time.perf_counter() - started)
             out.pending_after_backfill += len(rt.service.store.missing_vectors(100_000))
-        written = _all_promoted(rt)
+        written = all_promoted(rt)
         out.chars += sum(_chars(m) for m in written)
         out.memories += len(written)
         facts = [m for m in written if m.kind is not Kind.EPISODE]
@@ -302,7 +316,7 @@ def _hits(rt: Runtime, dialogue: Dialogue) -> dict[str, tuple[bool, bool]]:
     for q in dialogue.questions:
         if not q.gold_sessions:
             continue
-        result = rt.service.recall(_WHO, q.text, scope=SCOPE, k=50)
+        result = rt.service.recall(EVAL_AGENT, q.text, scope=SCOPE, k=50)
         ranked: list[str] = []
         for hit in result.results:
             where = hit.memory.provenance.session_id
