@@ -9,22 +9,13 @@ stored by revision 3 (asserted, so each test is red on the rules before the fix)
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
-from quipu.extraction.base import Turn
 from quipu.extraction.dates import resolve_relative_dates
-from quipu.extraction.deterministic import DeterministicExtractor
 from quipu.extraction.rewrite import third_person
+from tests.support.extraction import SAID, confident_facts
 
-SAID = datetime(2023, 6, 1, 14, 30, tzinfo=UTC)
-
-
-def _facts(text: str, revision: int | None = None) -> list[str]:
-    turns = [Turn("user", text, 1, SAID), Turn("assistant", "Sure, happy to help.", 2)]
-    result = DeterministicExtractor(revision=revision).run(turns)
-    return [c.text for c in result.candidates if c.confidence >= 0.5]
+_facts = confident_facts
 
 
 @pytest.mark.parametrize(
