@@ -1,25 +1,31 @@
 # Quipu: `make run` starts the service on the embedded default; `make test` runs everything.
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
-HASH   := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# Both targets install the versions pinned in requirements/lock.txt (pip constraints, compiled
+# from pyproject.toml's ranges by `make lock`), so a clone installs tomorrow what it installed
+# today. PIP_CONSTRAINT reaches the isolated build of the editable install too (setuptools).
+# `make test-latest` empties LOCK to try the newest versions the ranges allow.
+LOCK   ?= requirements/lock.txt
+PIP    := $(if $(LOCK),PIP_CONSTRAINT=$(abspath $(LOCK))) $(BIN)/python -m pip install --quiet
+HASH   := $(shell cat pyproject.toml $(LOCK) Makefile | sha256sum | cut -c1-12)
 STAMP  := $(VENV)/.installed-$(HASH)
 # `make run` needs only the runtime dependencies (no test tools, no optional extras).
 RUN_STAMP := $(VENV)/.runtime-$(HASH)
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test test-latest lock lint typecheck unit bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(PIP) pip setuptools wheel
+	$(PIP) -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-$(RUN_STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(PIP) pip setuptools wheel
+	$(PIP) -e .
 	rm -f $(VENV)/.runtime-*
 	touch $(RUN_STAMP)
 
@@ -45,8 +51,20 @@ unit: $(STAMP)
 TEST_WORKERS ?= 2
 test:
 	bash scripts/ensure-chromium.sh
-	bash scripts/with-citus.sh --meanwhile '$(MAKE) --no-print-directory lint typecheck' \
+	bash scripts/with-citus.sh --meanwhile '$(MAKE) --no-print-directory lint typecheck VENV=$(VENV) LOCK=$(LOCK)' \
+		env TESTDB_PYTHON=$(BIN)/python QUIPU_LOCK=$(LOCK) \
 		bash scripts/with-testdb.sh $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
+# The whole suite against the newest releases pyproject.toml's ranges allow, in its own venv
+# (docs/development.md): how an upstream change is found on purpose, not by a failed landing.
+test-latest:
+	$(MAKE) --no-print-directory test VENV=.venv-latest LOCK=
+
+# Re-resolve requirements/lock.txt to the newest versions the ranges allow; commit the result
+# after `make test` passes on it.
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml requirements/tools.in --all-extras --upgrade \
+		--python-version 3.11 --universal --custom-compile-command 'make lock' -o $(LOCK)
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .venv-latest .mypy_cache .ruff_cache .pytest_cache
