@@ -32,12 +32,13 @@ from quipu.core.documents import (
     MediaType,
     StoredChunk,
 )
-from quipu.core.governance import ERASE_GRANT
+from quipu.core.governance import ERASE_GRANT, subject_of
 from quipu.core.query import Filters
 from quipu.core.records import Principal, Role, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.documents_pdf import pdf_text
 from quipu.errors import EmbeddingUnavailable, Forbidden, InvalidInput, NotFound
+from quipu.governance.holds import Reach, erase_path, under_holds
 from quipu.graph.documents import DocumentGraph, forget_document
 from quipu.graph.service import GraphService
 from quipu.guard import Guard, reason
@@ -227,13 +228,15 @@ class DocumentService:
             raise _missing(ident)
         return found
 
+    @erase_path("documents")
     def erase(
         self, principal: Principal, document_id: object, *, scope: str = "agent", reason: object
     ) -> dict[str, Any]:
         """Compliance erase (LIFE-4): the document's chunks (text and vectors) are deleted, its
         title and metadata wiped, and the reasons of the audit lines about it dropped; audited
         as ``document.erase`` with ``reason``. Needs an admin key or the ``memory:erase`` grant
-        (403) and a reason (422 ``reason_required``)."""
+        (403) and a reason (422 ``reason_required``); 409 ``legal_hold`` under a hold on the
+        tenant or the scope's subject."""
         if principal.role not in (Role.ADMIN, Role.SUPERADMIN) and (
             ERASE_GRANT not in principal.grants
         ):
@@ -247,8 +250,9 @@ class DocumentService:
         found = self.store.doc_get(ref, ident)
         if found is None or found.status is DocumentStatus.ERASED:
             raise _missing(ident)
-        forget_document(self.store, found)  # what the graph read from it goes first
-        chunks = self.store.doc_erase(ref, ident, audit)
+        with under_holds(self.store, Reach.of(ref.tenant_id, (), [subject_of(ref)])):
+            forget_document(self.store, found)  # what the graph read from it goes first
+            chunks = self.store.doc_erase(ref, ident, audit)
         return {"document_id": ident, "scope": ref.scope.value, "chunks_erased": chunks}
 
     # -- reads -------------------------------------------------------------------------------

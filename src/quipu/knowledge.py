@@ -57,6 +57,7 @@ from quipu.errors import (
     PreconditionRequired,
     Unavailable,
 )
+from quipu.governance.holds import Reach, erase_path, memory_subjects, under_holds
 from quipu.guard import reason as _reason
 from quipu.memories import MemoryService
 from quipu.retrieval.knowledge_index import (
@@ -292,9 +293,11 @@ class KnowledgeService:
         )
         return ArticleWrite(verdict, article, article.related_id, similarity)
 
+    @erase_path("knowledge")
     def erase(self, principal: Principal, article_id: object, *, reason: object) -> bool:
         """Remove every version's content, leaving a tombstone (LIFE-4): an admin or the
-        ``memory:erase`` grant, with a reason."""
+        ``memory:erase`` grant, with a reason; 409 ``legal_hold`` under a hold on the tenant,
+        or on a memory the article graduated from or that memory's subject."""
         if not is_admin(principal) and ERASE_GRANT not in principal.grants:
             raise Forbidden(
                 "erasing needs an admin key or the memory:erase grant", code="erase_forbidden"
@@ -304,8 +307,16 @@ class KnowledgeService:
             raise InvalidInput("an erase needs a reason", code="reason_required")
         current = self._readable(principal, article_id)
         tombstone = article_tombstone(current, principal.key_id, self._clock())
-        erased = self.store.knowledge_erase(tombstone)
-        self.guard.audit(principal, "knowledge.erase", (current.id,), reason=why)
+        # an article graduated from memories is held with them and with their subjects
+        sources = {
+            v.memory_id
+            for v in self.store.knowledge_history(principal.tenant_id, current.id)
+            if v.memory_id
+        }
+        subjects = memory_subjects(self.store, principal.tenant_id, sources)
+        with under_holds(self.store, Reach.of(principal.tenant_id, sources, subjects)):
+            erased = self.store.knowledge_erase(tombstone)
+            self.guard.audit(principal, "knowledge.erase", (current.id,), reason=why)
         return erased
 
     # -- reads -------------------------------------------------------------------------------

@@ -18,11 +18,12 @@ from typing import Any
 
 from quipu.core import kv, validate
 from quipu.core.auth import AuditEvent
-from quipu.core.governance import ERASE_GRANT
+from quipu.core.governance import ERASE_GRANT, subject_of
 from quipu.core.kv import EntryStatus, KVChange, KVEntry
 from quipu.core.records import Principal, Role, ScopeRef
 from quipu.core.scopes import check_write, resolve_scope
 from quipu.errors import Forbidden, InvalidInput, NotFound
+from quipu.governance.holds import Reach, erase_path, under_holds
 from quipu.guard import Guard, reason
 from quipu.memories import MemoryService
 
@@ -89,13 +90,15 @@ class KeyValueService:
             ref, change, _expected(expected_version), self._clock(), self.limits.quota_per_owner
         )
 
+    @erase_path("kv")
     def erase(
         self, principal: Principal, key: object, *, scope: str = "agent", reason: object
     ) -> dict[str, Any]:
         """Compliance erase of one key (LIFE-4): every version's value and reason wiped, the
         key takes no more writes; audited as ``kv.erase`` with the reason. Needs an admin key
         or the ``memory:erase`` grant (403 ``forbidden``) and a reason (422
-        ``reason_required``)."""
+        ``reason_required``); 409 ``legal_hold`` under a hold on the tenant or the scope's
+        subject."""
         if principal.role not in (Role.ADMIN, Role.SUPERADMIN) and (
             ERASE_GRANT not in principal.grants
         ):
@@ -115,9 +118,10 @@ class KeyValueService:
             reason=why,
             details={"scope": ref.scope.value},
         )
-        wiped = self.store.kv_erase(ref, name, audit)
-        if not wiped:
-            raise _missing(name)
+        with under_holds(self.store, Reach.of(ref.tenant_id, (), [subject_of(ref)])):
+            wiped = self.store.kv_erase(ref, name, audit)
+            if not wiped:
+                raise _missing(name)
         return {"key": name, "scope": ref.scope.value, "versions_erased": wiped}
 
     # -- reads -------------------------------------------------------------------------------

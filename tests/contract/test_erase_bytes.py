@@ -133,7 +133,7 @@ def _export_holds_tombstones_only(
         assert current[ident]["status"] == Status.ERASED.value
 
 
-def _column_hits(conn: psycopg.Connection[Any]) -> dict[str, int]:
+def _column_hits(conn: psycopg.Connection[Any], needle: str = ROOT) -> dict[str, int]:
     """Rows of each table of the schema whose whole row, as text, holds the needle root: every
     text, json, bytea, array and tsvector column at once."""
     tables = [
@@ -144,12 +144,13 @@ def _column_hits(conn: psycopg.Connection[Any]) -> dict[str, int]:
     ]
     assert "memory_versions" in tables and "session_turns" in tables
     out: dict[str, int] = {}
+    needle = needle.lower()
     for table in tables:
         row = conn.execute(
             sql.SQL("SELECT count(*) FROM {} x WHERE lower(x::text) LIKE %s").format(
                 sql.Identifier(table)
             ),
-            (f"%{ROOT}%",),
+            (f"%{needle}%",),
         ).fetchone()
         if row and row[0]:
             out[table] = int(row[0])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from quipu.core.jobs import Job, NewJob
 from quipu.core.records import (
     MemoryVersion,
     Principal,
+    ScopeRef,
     Status,
 )
 from quipu.errors import Conflict, InvalidInput, NotFound
@@ -35,6 +36,7 @@ from quipu.governance.base import (
     need_eraser,
     required_reason,
 )
+from quipu.governance.holds import Reach, erase_path, held, under_holds
 from quipu.graph.documents import forget_document
 from quipu.guard import not_found
 from quipu.jobs.queue import Lease
@@ -55,11 +57,13 @@ class Erasing(GovernanceBase):
     """Erase and subject erasure under legal holds."""
 
     # -- erase and legal holds (LIFE-4) ------------------------------------------------------
+    @erase_path("memory")
     def erase(self, principal: Principal, memory_id: object, *, reason: object) -> Erased:
         """Remove the content of every version of a family, leaving a tombstone (LIFE-4).
 
-        404 for a missing or foreign id; 409 ``legal_hold`` (nothing changed) under a hold on
-        the memory, its subject or the tenant; 409 ``illegal_transition`` when already erased."""
+        404 for a missing or foreign id; 409 ``legal_hold`` (nothing changed, derived data
+        included) under a hold on the memory, its subject or the tenant; 409
+        ``illegal_transition`` when already erased."""
         need_eraser(principal)
         why = required_reason(reason)
         ident = validate.identifier(memory_id, field="id")
@@ -70,28 +74,35 @@ class Erasing(GovernanceBase):
         if current.status is Status.ERASED:
             raise already_erased(ident)
         self.guard.admit_write(principal)
-        subject = subject_of(ref)
-        blocking = covering(
-            self.store.blocking_holds(principal.tenant_id, subject), {ident}, {subject} - {None}
-        )
-        if blocking:
-            raise held(blocking)
         erasure = self._erasure(principal, why)
-        derived = self.erase_derived(principal.tenant_id, [ident], erasure)
-        report = self.store.erase_families(principal.tenant_id, [ident], erasure)
-        if not report.families:
-            raise already_erased(ident)
-        report.merge(derived)
-        redacted = self.store.index_redact(principal.tenant_id, [ident])  # issue 24
-        if redacted:
-            report.add("memory_index_versions", redacted)
-        # GRAPH-1: the facts, mentions and now-unnamed entities read from the erased text.
-        report.add("graph_facts", self.store.graph_forget(principal.tenant_id, report.families))
-        self.guard.audit(principal, "memory.erase", (ident,), reason=why, details=report.to_dict())
+        with under_holds(self.store, Reach.of(principal.tenant_id, [ident], [subject_of(ref)])):
+            report = self._erase_families(principal.tenant_id, [ident], erasure)
+            if not report.families:
+                raise already_erased(ident)
+            self.guard.audit(
+                principal, "memory.erase", (ident,), reason=why, details=report.to_dict()
+            )
         tomb = self.store.get(ref, ident)
         assert tomb is not None
         return Erased(tomb, report)
 
+    def _erase_families(self, tenant_id: str, ids: Sequence[str], erasure: Erasure) -> EraseReport:
+        """Families and everything derived from them, inside the caller's :func:`under_holds`:
+        what later planes made of them first, then their versions, then what the compiled
+        index and the graph read from their text."""
+        report = self.erase_derived(tenant_id, ids, erasure)
+        part = self.store.erase_families(tenant_id, ids, erasure)
+        report.merge(part)
+        if not part.families:
+            return report
+        redacted = self.store.index_redact(tenant_id, part.families)
+        if redacted:  # the compiled index keeps no erased words
+            report.add("memory_index_versions", redacted)
+        # GRAPH-1: the facts, mentions and now-unnamed entities read from the erased text.
+        report.add("graph_facts", self.store.graph_forget(tenant_id, part.families))
+        return report
+
+    @erase_path("subject")
     def erase_subject(
         self, principal: Principal, user_id: object, *, reason: object
     ) -> tuple[Job, bool]:
@@ -102,6 +113,8 @@ class Erasing(GovernanceBase):
         need_eraser(principal)
         why = required_reason(reason)
         user = validate.identifier(user_id, field="user_id")
+        # Refused now, nothing queued, when a hold already covers the subject; each of the
+        # job's batches is checked again under the one hold check (under_holds).
         blocking = self.store.blocking_holds(principal.tenant_id, user)
         if blocking:
             raise held(blocking)
@@ -158,25 +171,19 @@ class Erasing(GovernanceBase):
                 erasure = replace(erasure, at=self._clock())
                 if stage == "memories":
                     ids = self.store.subject_families(job.tenant_id, user, FAMILY_BATCH)
-                    if ids and (blocking := self.store.blocking_holds(job.tenant_id, user)):
-                        raise held(blocking)
-                    derived = self.erase_derived(job.tenant_id, ids, erasure)
-                    part = self.store.erase_families(job.tenant_id, ids, erasure)
-                    part.merge(derived)
+                    part = EraseReport()
+                    if ids:
+                        with under_holds(self.store, Reach.of(job.tenant_id, ids, [user])):
+                            part = self._erase_families(job.tenant_id, ids, erasure)
                     done = len(part.families)
-                    redacted = self.store.index_redact(job.tenant_id, part.families)
-                    if redacted:  # the compiled index keeps no erased words (issue 24)
-                        part.add("memory_index_versions", redacted)
-                    if part.families:  # GRAPH-1: what the graph read from the erased text
-                        gone = self.store.graph_forget(job.tenant_id, part.families)
-                        part.add("graph_facts", gone)
                 elif stage in ("kv", "documents"):
                     part = self._erase_plane(stage, job.tenant_id, user, erasure)
                     done = part.counts.get("kv_keys" if stage == "kv" else "documents", 0)
                 else:
-                    part = self.store.erase_subject_sessions(
-                        job.tenant_id, user, erasure, TURN_BATCH
-                    )
+                    with under_holds(self.store, Reach.of(job.tenant_id, (), [user])):
+                        part = self.store.erase_subject_sessions(
+                            job.tenant_id, user, erasure, TURN_BATCH
+                        )
                     done = part.counts.get("session_turns", 0)
                 families += len(part.families)
                 total.merge(replace(part, families=[]))
@@ -186,8 +193,9 @@ class Erasing(GovernanceBase):
                 if done == 0:
                     break
         # the articles merged recall showed the subject's sessions (RECALL-9, LIFE-4)
-        if shown := self.store.shown_erase_subject(job.tenant_id, user):
-            total.add("knowledge_shown", shown)
+        with under_holds(self.store, Reach.of(job.tenant_id, (), [user])):
+            if shown := self.store.shown_erase_subject(job.tenant_id, user):
+                total.add("knowledge_shown", shown)
         result = {
             "user_id": user,
             "families": families,
@@ -220,12 +228,23 @@ class Erasing(GovernanceBase):
             if plane == "kv"
             else self.store.doc_subject_ids(tenant_id, user, PLANE_BATCH)
         )
-        if found and (blocking := self.store.blocking_holds(tenant_id, user)):
-            raise held(blocking)
+        if found:
+            with under_holds(self.store, Reach.of(tenant_id, (), [user])):
+                self._erase_plane_batch(plane, found, user, erasure, report)
+        return report
+
+    def _erase_plane_batch(
+        self,
+        plane: str,
+        found: Sequence[tuple[ScopeRef, str]],
+        user: str,
+        erasure: Erasure,
+        report: EraseReport,
+    ) -> None:
         by = erasure.by
         for ref, ident in found:
             audit = AuditEvent(
-                tenant_id=tenant_id,
+                tenant_id=ref.tenant_id,
                 at=erasure.at,
                 actor_key=by.key_id,
                 surface=by.surface,
@@ -246,7 +265,6 @@ class Erasing(GovernanceBase):
                     report.add("graph_facts", forget_document(self.store, document))
                 report.add("doc_chunks", self.store.doc_erase(ref, ident, audit))
                 report.add("documents", 1)
-        return report
 
     def erase_derived(self, tenant_id: str, ids: Sequence[str], erasure: Erasure) -> EraseReport:
         """Run every derived eraser (:mod:`quipu.governance.derived`) over ``ids``: what later
@@ -323,24 +341,4 @@ def already_erased(ident: str) -> Conflict:
         f"memory {ident} is erased already",
         code="illegal_transition",
         details={"id": ident, "from": Status.ERASED.value, "to": Status.ERASED.value},
-    )
-
-
-def covering(holds: Iterable[Hold], ids: set[str], subjects: set[str | None]) -> list[Hold]:
-    """The holds that keep an erase of ``ids`` (of ``subjects``) from running: the tenant's,
-    one on any of the memories, one on any of their subjects."""
-    return [
-        h
-        for h in holds
-        if h.kind is HoldKind.TENANT
-        or (h.kind is HoldKind.MEMORY and h.target in ids)
-        or (h.kind is HoldKind.SUBJECT and h.target in subjects)
-    ]
-
-
-def held(holds: Sequence[Hold]) -> Conflict:
-    return Conflict(
-        "a legal hold covers what this erase would remove; nothing was changed",
-        code="legal_hold",
-        details={"holds": [h.hold_id for h in holds]},
     )

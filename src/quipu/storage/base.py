@@ -364,9 +364,8 @@ class Store(PlaneStore, Protocol):
         text, quote, tags, metadata, aliases, reasons, BM25 keys and vectors of each version;
         the reasons of audit lines about the family; the content of jobs that quote it. Appends
         each family's tombstone with its audit line naming ``erasure.by``. Families already
-        erased or not found are skipped (not in the report). Raises Conflict ``legal_hold`` and
-        changes nothing when an active hold covers any of them (the memory, its subject, the
-        tenant)."""
+        erased or not found are skipped (not in the report). Legal holds are the caller's:
+        every erase runs inside :func:`quipu.governance.holds.under_holds`."""
 
     def subject_families(self, tenant_id: str, user_id: str, limit: int) -> list[str]:
         """Up to ``limit`` ids of families about end user ``user_id`` (its ``user`` scope and
@@ -377,14 +376,24 @@ class Store(PlaneStore, Protocol):
     ) -> EraseReport:
         """Delete up to ``limit`` session turns of ``user_id``'s sessions with what the session
         tier holds about them (counters, watermarks), and scrub the promotion jobs of those
-        sessions; an empty report when nothing is left. Holds are checked as by
-        :meth:`erase_families` (the subject's and the tenant's)."""
+        sessions; an empty report when nothing is left. Holds: as :meth:`erase_families`."""
 
     def blocking_holds(self, tenant_id: str, user_id: str | None) -> list[Hold]:
         """Active holds an erasure of ``user_id`` (or, with None, of the whole tenant) would
         break: the tenant's, the subject's, and those on memories of the subject."""
 
-    def put_hold(self, hold: Hold) -> None: ...
+    def erase_holds(self, tenant_id: str) -> list[Hold]:
+        """The tenant's active holds, read inside this thread's open :meth:`transaction`: an
+        erase sees every hold committed before it, and a hold set meanwhile waits until the
+        erase ends (LIFE-4; :func:`quipu.governance.holds.under_holds` is the one caller)."""
+
+    def checkpoint(self) -> bool:
+        """After an erase commits: let page images from before it leave the disk (SQLite:
+        a truncating WAL checkpoint; PostgreSQL: nothing, ``quipu reclaim`` vacuums). False
+        when a reader kept it from completing; it is deferred inside a transaction."""
+
+    def put_hold(self, hold: Hold) -> None:
+        """Store an active hold; it waits for an erase that is checking holds to end."""
 
     def release_hold(
         self, tenant_id: str, hold_id: str, by: str, at: datetime, reason: str

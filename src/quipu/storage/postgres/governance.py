@@ -32,10 +32,11 @@ from quipu.core.governance import (
 from quipu.core.lifecycle import LIVE
 from quipu.core.records import MemoryVersion, Provenance, Relation, Scope, ScopeRef, Status
 from quipu.core.versions import Change
-from quipu.errors import Conflict, NotFound
+from quipu.errors import NotFound
 from quipu.storage.admission import admit
 from quipu.storage.base import Vector
-from quipu.storage.postgres.registry import active_holds
+from quipu.storage.joined import joined_to
+from quipu.storage.postgres.registry import active_holds, hold_lock
 from quipu.storage.postgres.rows import (
     COLUMNS,
     KEY_SPAN,
@@ -209,9 +210,6 @@ class GovernanceTables:
             if not current:
                 return report
             records = [to_record(r) for r in current]
-            _check_holds(
-                conn, tenant_id, [(m.id, ScopeRef(tenant_id, m.scope, m.owner)) for m in records]
-            )
             erased = [m.id for m in records]
             versions = conn.execute(
                 "SELECT key, scope, owner, text, provenance, term_count FROM memory_versions"
@@ -313,7 +311,6 @@ class GovernanceTables:
             if report.counts.get("session_turns", 0) >= limit:
                 break
             with self._tx() as conn:
-                _check_holds(conn, tenant_id, [], subject=user_id)
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                     (_SEP.join(("session-owner", tenant_id, owner)),),
@@ -339,6 +336,17 @@ class GovernanceTables:
                 else:
                     _shrink_counters(conn, tenant_id, owner)
         return report
+
+    def erase_holds(self, tenant_id: str) -> list[Hold]:
+        conn = joined_to(self)
+        if conn is None:
+            raise RuntimeError("erase_holds reads inside the erase's transaction()")
+        # put_hold takes this lock exclusively: a hold set meanwhile waits for the erase to end
+        conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (hold_lock(tenant_id),))
+        return active_holds(conn, tenant_id)
+
+    def checkpoint(self) -> bool:
+        return True  # dead row images go at VACUUM (quipu reclaim; docs/data-lifecycle.md)
 
     def blocking_holds(self, tenant_id: str, user_id: str | None) -> list[Hold]:
         with self._conn() as conn:
@@ -443,35 +451,6 @@ def _drop_terms(conn: psycopg.Connection[Any], tenant_id: str, keys: Sequence[in
             "DELETE FROM scope_terms WHERE tenant_id = %s AND (scope, owner, lexeme) IN"
             " (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
             (tenant_id, [g[0] for g in gone], [g[1] for g in gone], [g[2] for g in gone]),
-        )
-
-
-def _check_holds(
-    conn: psycopg.Connection[Any],
-    tenant_id: str,
-    families: Sequence[tuple[str, ScopeRef]],
-    *,
-    subject: str | None = None,
-) -> None:
-    """409 ``legal_hold`` when an active hold covers the tenant, one of ``families``, the
-    subject of one of them, or ``subject``."""
-    holds = active_holds(conn, tenant_id)
-    ids = {ident for ident, _ in families}
-    subjects = {s for _, ref in families if (s := subject_of(ref)) is not None}
-    if subject is not None:
-        subjects.add(subject)
-    blocking = [
-        h
-        for h in holds
-        if h.kind is HoldKind.TENANT
-        or (h.kind is HoldKind.MEMORY and h.target in ids)
-        or (h.kind is HoldKind.SUBJECT and h.target in subjects)
-    ]
-    if blocking:
-        raise Conflict(
-            "a legal hold covers what this erase would remove; nothing was changed",
-            code="legal_hold",
-            details={"holds": [h.hold_id for h in blocking]},
         )
 
 

@@ -4,6 +4,7 @@ from the erase itself (:mod:`.governance`)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -40,6 +41,7 @@ class RegistryTables:
     def put_hold(self, hold: Hold) -> None:
         admit(hold)
         with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (hold_lock(hold.tenant_id),))
             conn.execute(
                 f"INSERT INTO legal_holds ({HOLD_COLUMNS}) VALUES"
                 " (%s, %s, %s, %s, %s, %s, %s, NULL, NULL, NULL)",
@@ -202,6 +204,12 @@ class RegistryTables:
             last = rows[limit - 1]
             next_cursor = Cursor(str(to_micros(utc(last[21]))), str(last[4])).encode()
         return Page(items, next_cursor)
+
+
+def hold_lock(tenant_id: str) -> int:
+    """The advisory lock between setting a tenant's holds and its erases checking them."""
+    digest = hashlib.blake2b(f"legal-hold\x1f{tenant_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def active_holds(conn: psycopg.Connection[Any], tenant_id: str) -> list[Hold]:

@@ -29,6 +29,10 @@ class ControlTables:
     def _reader(self) -> sqlite3.Connection:
         raise NotImplementedError
 
+    def maintain(self) -> dict[str, list[str]]:
+        """Nothing to build: the scope index is exact and lives in memory."""
+        return {}
+
     # -- tenants -----------------------------------------------------------------------------
     def create_tenant(self, tenant: Tenant) -> None:
         admit(tenant)

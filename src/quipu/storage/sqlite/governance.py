@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -39,6 +39,7 @@ from quipu.errors import Conflict, NotFound
 from quipu.storage.admission import admit
 from quipu.storage.base import Vector
 from quipu.storage.decode import decode_rows, loads
+from quipu.storage.joined import joined_to
 from quipu.storage.sqlite.control import insert_audit
 from quipu.storage.sqlite.rows import COLUMNS, INSERT_SQL, fetch_all, to_params, to_record
 from quipu.storage.sqlite.work import _release
@@ -133,6 +134,8 @@ class GovernanceTables:
         an erase leave the disk; False when a reader kept it from completing (LIFE-4)."""
         if self.path == ":memory:":
             return True
+        if joined_to(self) is not None:
+            return False  # inside a transaction (it holds the lock): the caller runs it after
         with self._write_lock:
             row = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         return row is not None and int(row[0]) == 0
@@ -168,9 +171,6 @@ class GovernanceTables:
             if not current:
                 return report
             records = [to_record(r) for r in current]
-            _check_holds(
-                c, tenant_id, [(m.id, ScopeRef(tenant_id, m.scope, m.owner)) for m in records]
-            )
             ids = [m.id for m in records]
             versions = _in(
                 c,
@@ -210,7 +210,6 @@ class GovernanceTables:
                 self._bump(c, ref, delta)  # no scope_log line: other processes reload the scope
         for ref in live:
             self._forget_index(ref)
-        self.checkpoint()  # page images from before the erase leave the WAL (a reader may delay it)
         return report
 
     def subject_families(self, tenant_id: str, user_id: str, limit: int) -> list[str]:
@@ -243,7 +242,6 @@ class GovernanceTables:
     ) -> EraseReport:
         report = EraseReport()
         with self._tx() as c:
-            _check_holds(c, tenant_id, [], subject=user_id)
             owners = [
                 str(r[0])
                 for r in c.execute(
@@ -276,6 +274,17 @@ class GovernanceTables:
                 _release(c, gone)
             report.add("jobs", _scrub_session_jobs(c, tenant_id, owners))
         return report
+
+    def erase_holds(self, tenant_id: str) -> list[Hold]:
+        c = joined_to(self)
+        if c is None:
+            raise RuntimeError("erase_holds reads inside the erase's transaction()")
+        # The erase's BEGIN IMMEDIATE holds the write lock: no hold can be set until it ends.
+        rows = c.execute(
+            f"SELECT {_HOLD_COLUMNS} FROM legal_holds WHERE tenant_id = ? AND released_at IS NULL",
+            (tenant_id,),
+        ).fetchall()
+        return [_hold(r) for r in rows]
 
     def blocking_holds(self, tenant_id: str, user_id: str | None) -> list[Hold]:
         conn = self._reader()
@@ -484,47 +493,6 @@ def _delete_in(c: sqlite3.Connection, table: str, column: str, values: Sequence[
 def _erased_provenance(raw: str) -> str:
     kept = erased_provenance(Provenance.from_dict(loads(raw)))
     return json.dumps(kept.to_dict(), sort_keys=True)
-
-
-def _check_holds(
-    c: sqlite3.Connection,
-    tenant_id: str,
-    families: Sequence[tuple[str, ScopeRef]],
-    *,
-    subject: str | None = None,
-) -> None:
-    """409 ``legal_hold`` when an active hold covers the tenant, one of ``families`` (id and
-    scope), the subject of one of them, or ``subject``."""
-    holds = [
-        _hold(r)
-        for r in c.execute(
-            f"SELECT {_HOLD_COLUMNS} FROM legal_holds WHERE tenant_id = ? AND released_at IS NULL",
-            (tenant_id,),
-        )
-    ]
-    if not holds:
-        return
-    ids = {ident for ident, _ in families}
-    subjects = {s for _, ref in families if (s := subject_of(ref)) is not None}
-    if subject is not None:
-        subjects.add(subject)
-    raise_if_held(holds, ids, subjects)
-
-
-def raise_if_held(holds: Iterable[Hold], ids: set[str], subjects: set[str]) -> None:
-    blocking = [
-        h
-        for h in holds
-        if h.kind is HoldKind.TENANT
-        or (h.kind is HoldKind.MEMORY and h.target in ids)
-        or (h.kind is HoldKind.SUBJECT and h.target in subjects)
-    ]
-    if blocking:
-        raise Conflict(
-            "a legal hold covers what this erase would remove; nothing was changed",
-            code="legal_hold",
-            details={"holds": [h.hold_id for h in blocking]},
-        )
 
 
 def _scrub_audit(c: sqlite3.Connection, tenant_id: str, ids: Sequence[str]) -> int:

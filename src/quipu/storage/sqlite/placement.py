@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 
 from quipu.core.placement import Policy, from_body
-from quipu.core.records import Scope
+from quipu.core.records import Scope, ScopeRef
 from quipu.errors import Conflict
 from quipu.storage.decode import loads
 from quipu.storage.joined import join, joined_to
@@ -43,6 +44,11 @@ class PlacementTables:
     def _drop_indexes(self) -> None:
         raise NotImplementedError
 
+    def _forget_index(self, ref: ScopeRef) -> None:
+        raise NotImplementedError
+
+    _local: threading.local
+
     @contextmanager
     def transaction(self, tenant_id: str | None = None) -> Iterator[None]:
         """Every write this thread makes through the store inside the block commits as one
@@ -50,8 +56,14 @@ class PlacementTables:
         block, it is a savepoint of it: a failure inside rolls back the inner block only."""
         joined = joined_to(self)
         if joined is None:
-            with self._tx() as c, join(self, c):
-                yield
+            try:
+                with self._tx() as c, join(self, c):
+                    yield
+            finally:
+                # scopes an erase changed inside the block: forgotten again now that it has
+                # ended, in case a reader rebuilt one from the rows it replaced meanwhile
+                for ref in self._local.__dict__.pop("forget_after", ()):
+                    self._forget_index(ref)
             return
         joined.execute("SAVEPOINT nested")
         try:

@@ -613,13 +613,11 @@ class SQLiteStore(
 
     def _forget_index(self, ref: ScopeRef) -> None:
         """Drop this process's index of a scope and its file (an erase changed rows under it)."""
+        if joined_to(self) is not None:  # again once the transaction() ends (it commits later)
+            self._local.__dict__.setdefault("forget_after", set()).add(ref)
         with self._index_lock:
             self._indexes.pop(ref, None)
             self._forget_file(ref)
-
-    def maintain(self) -> dict[str, list[str]]:
-        """Nothing to build: the scope index is exact and lives in memory."""
-        return {}
 
     def storage_bytes(self) -> int:
         """The database file with its WAL and shared-memory files, and the scope index files
