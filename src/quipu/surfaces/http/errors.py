@@ -9,6 +9,7 @@ the event loop, stalled every other request for 15-20 s (issue 20 defect 3).
 from __future__ import annotations
 
 import logging
+import math
 import traceback
 from types import TracebackType
 
@@ -42,7 +43,8 @@ def error_response(exc: QuipuError) -> Response:
     if exc.status == 401:
         response.headers["WWW-Authenticate"] = "Bearer"
     if isinstance(exc, LimitExceeded) and exc.retry_after is not None:
-        response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+        # whole seconds, rounded up: a client that waits what it is told is not refused again
+        response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
     return response
 
 
