@@ -85,6 +85,15 @@ def test_api_3_http_index_get_history_diff(world: World) -> None:
     assert r.json()["text"].startswith("<memory-index")
     r = world.call("a", "GET", "/v1/index/history")
     assert [h["version"] for h in r.json()["items"]] == [2, 1]
+    # a body naming the scope rebuilds that scope, never the default one
+    world.call("a", "POST", "/v1/memories", {"text": "User's dog is Rex.", "scope": "user"})
+    r = world.call("a", "POST", "/v1/index/rebuild", {"scope": "user"})
+    assert r.status_code == 200 and r.json()["version"] == 1
+    assert world.call("a", "GET", "/v1/index/history").json()["items"][0]["version"] == 2
+    user_history = world.call("a", "GET", "/v1/index/history", params={"scope": "user"}).json()
+    assert [h["version"] for h in user_history["items"]] == [1]
+    r = world.call("a", "POST", "/v1/index/rebuild", {"scope": "user"}, params={"scope": "agent"})
+    assert r.status_code == 422 and _code(r) == "scope_conflict"
     r = world.call("a", "GET", "/v1/index/diff", params={"from_version": 1, "to_version": 2})
     assert [a["text"] for a in r.json()["added"]] == ["User's bike is blue."]
     assert world.call("a", "GET", "/v1/index/versions/1").json()["version"] == 1

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from quipu.consolidation.index import IndexService
 from quipu.core.records import Principal
+from quipu.errors import InvalidInput
 from quipu.harvest import Harvester
 from quipu.surfaces.http.deps import principal
 from quipu.surfaces.http.encoding import SafeJSONResponse
@@ -106,11 +107,31 @@ def index_diff(
     return SafeJSONResponse(index.diff(who, from_version, to_version, scope=scope))
 
 
+class RebuildBody(Body):
+    scope: str | None = Field(None, description="The scope, as the query parameter names it.")
+
+
 @router.post(
     "/index/rebuild", response_model=IndexVersionOut, summary="Compile the scope's index now"
 )
-def index_rebuild(index: Index, who: Who, scope: ScopeParam = "agent") -> SafeJSONResponse:
-    return SafeJSONResponse(index.rebuild(who, scope=scope).to_dict())
+def index_rebuild(
+    index: Index,
+    who: Who,
+    body: RebuildBody | None = None,
+    scope: Annotated[
+        str | None, Query(description="agent (default), user, agent_user, tenant or global.")
+    ] = None,
+) -> SafeJSONResponse:
+    """The scope comes from the query or the JSON body; both naming different scopes is 422
+    ``scope_conflict`` (a body must never be ignored for the default scope)."""
+    named = body.scope if body is not None else None
+    if named is not None and scope is not None and named != scope:
+        raise InvalidInput(
+            "the query and the body name different scopes",
+            code="scope_conflict",
+            details={"query": scope, "body": named},
+        )
+    return SafeJSONResponse(index.rebuild(who, scope=named or scope or "agent").to_dict())
 
 
 class HarvestBody(Body):
