@@ -315,8 +315,13 @@ def test_life_008_snapshot_resolve_fails_closed_per_member(
     assert pinned is not None and (pinned.version, pinned.text) == (1, "The standup is at 9")
     for status, m in doomed.items():
         assert resolved[m.id] == (None, status), status
-    others = {m.id: why for m, _, why in gov.snapshot_resolve(bob, snap.snapshot_id).members}
-    assert set(others.values()) == {"not_found"}
+    with pytest.raises(NotFound):  # another principal's snapshot reads as missing (SCOPE-7)
+        gov.snapshot_resolve(bob, snap.snapshot_id)
+    with pytest.raises(NotFound):
+        gov.snapshot_resolve(replace(alice, key_id="key-alice-2"), snap.snapshot_id)
+    # a tenant admin resolves every snapshot of the tenant, each member as it may read it
+    admin_view = {m.id for m, _, _ in gov.snapshot_resolve(ADMIN, snap.snapshot_id).members}
+    assert admin_view == {kept.id, revised.id, *[m.id for m in doomed.values()]}
     with pytest.raises(NotFound):
         gov.snapshot_resolve(replace(alice, tenant_id="t2"), snap.snapshot_id)
     exact = gov.snapshot_create(alice, members=[{"id": revised.id, "version": 2}], label="run 7")

@@ -200,7 +200,8 @@ def test_life_008_scope_006_scope_008_snapshots_projects_oversight(world: World)
     snap = r.json()["snapshot_id"]
     resolved = w.get("t.a", f"/v1/snapshots/{snap}").json()["members"]
     assert resolved[0]["memory"]["text"] == "apollo ships Monday"
-    assert w.get("t.b", f"/v1/snapshots/{snap}").json()["members"][0]["withheld"] == "not_found"
+    foreign = w.get("t.b", f"/v1/snapshots/{snap}")  # another key's snapshot: as if missing
+    assert foreign.status_code == 404 and foreign.json()["error"]["code"] == "not_found"
     assert w.get("u.a", f"/v1/snapshots/{snap}").status_code == 404
     w.client.delete(f"/v1/memories/{mid}", headers=w.h("t.a"))
     member = w.get("t.a", f"/v1/snapshots/{snap}").json()["members"][0]

@@ -97,7 +97,13 @@ class Pinning(GovernanceBase):
         ``expired``, ``rejected``, ``candidate``): never the stale content of a withheld one."""
         ident = validate.identifier(snapshot_id, field="snapshot_id")
         snapshot = self.store.get_snapshot(principal.tenant_id, ident)
-        if snapshot is None:
+        # owner-scoped like every read: the key that pinned it, or a tenant admin; anyone
+        # else gets the missing id's 404 (SCOPE-7), not the list of what was pinned
+        mine = snapshot is not None and (
+            snapshot.created_by == principal.key_id
+            or principal.role in (Role.ADMIN, Role.SUPERADMIN)
+        )
+        if snapshot is None or not mine:
             raise NotFound(f"no snapshot {ident}", details={"snapshot_id": ident})
         now = self._clock()
         out: list[tuple[SnapshotMember, MemoryVersion | None, str | None]] = []
