@@ -20,9 +20,12 @@ With ``quipu serve --workers N`` the processes share one directory of metric fil
 from __future__ import annotations
 
 import os
+import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Any
 
 import numpy as np
@@ -89,18 +92,65 @@ HARVEST = Counter(
 )
 
 
+#: What a label becomes when its value is not one of the closed set: a client can send any
+#: method name or reach any path, and a series per made-up value would grow ``/metrics`` and
+#: the process without bound.
+OTHER = "other"
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+STATUSES = frozenset(str(int(s)) for s in HTTPStatus)
+SURFACES = frozenset({"http", "mcp", "console"})
+#: Labels the server names itself (error codes, recall stages, harvest reasons) still pass a
+#: shape check and a cap on distinct values, so a bug that lets a caller's text through cannot
+#: grow the series either.
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
+MAX_NAMES = 256
+
+
+class Names:
+    """A label's open but bounded set: values of the right shape, the first :data:`MAX_NAMES`
+    distinct ones; anything else is :data:`OTHER`."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str) -> str:
+        if value in self._seen:
+            return value
+        if not _NAME.fullmatch(value):
+            return OTHER
+        with self._lock:
+            if len(self._seen) >= MAX_NAMES:
+                return OTHER
+            self._seen.add(value)
+        return value
+
+
+_codes, _stages, _reasons = Names(), Names(), Names()
+
+
+def method_label(method: str) -> str:
+    return method if method in METHODS else OTHER
+
+
+def status_label(code: int) -> str:
+    status = str(code)
+    return status if status in STATUSES else OTHER
+
+
 def observe_harvest(outcome: str, reason: str) -> None:
-    HARVEST.labels(outcome, reason).inc()
+    HARVEST.labels(_reasons(outcome), _reasons(reason)).inc()
 
 
 def observe_request(route: str, method: str, code: int, seconds: float) -> None:
-    status = str(code)
-    REQUESTS.labels(route, method, status).inc()
-    LATENCY.labels(route, method, status).observe(seconds)
+    """``route`` is a template of the app's own routes (or ``unmatched``): a closed set."""
+    labels = (route, method_label(method), status_label(code))
+    REQUESTS.labels(*labels).inc()
+    LATENCY.labels(*labels).observe(seconds)
 
 
 def observe_refusal(code: str, surface: str) -> None:
-    REFUSALS.labels(code, surface).inc()
+    REFUSALS.labels(_codes(code), surface if surface in SURFACES else OTHER).inc()
 
 
 def observe_recall(meta: Mapping[str, Any]) -> None:
@@ -113,7 +163,7 @@ def observe_recall(meta: Mapping[str, Any]) -> None:
             continue
         for name, value in timings.items():
             if isinstance(name, str) and isinstance(value, int | float):
-                RECALL_STAGES.labels(name.removesuffix("_ms")).observe(value / 1000)
+                RECALL_STAGES.labels(_stages(name.removesuffix("_ms"))).observe(value / 1000)
 
 
 class CountingEmbedder(Embedder):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
@@ -39,10 +40,13 @@ def create_console(
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.console = build_console_state(runtime, access, signer or SessionSigner())
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    app.include_router(pages.router)
-    app.include_router(actions.router)
-    app.include_router(planes.router)
-    app.include_router(graph.router)
+    routers = (pages.router, actions.router, planes.router, graph.router)
+    for router in routers:
+        app.include_router(router)
+    # the page templates /metrics labels requests with (a made-up path is "unmatched")
+    app.state.route_templates = [
+        r.path for router in routers for r in router.routes if isinstance(r, APIRoute)
+    ]
 
     @app.exception_handler(SignInNeeded)
     async def signed_out(request: Request, _exc: SignInNeeded) -> Response:

@@ -18,11 +18,11 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fastapi import FastAPI
-from starlette.routing import Mount
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from quipu.surfaces import metrics
@@ -132,9 +132,26 @@ def note_principal(scope: Scope, key_id: str) -> None:
 
 
 def route_templates(app: FastAPI) -> list[str]:
-    """Every path template the app serves: its OpenAPI paths, the docs pages, and each mount
-    (``/mcp*``) as a prefix."""
+    """Every path template the app serves: its OpenAPI paths, the docs pages, routes outside
+    the schema (``/mcp``), each page of a mounted app (``/console/memories/{memory_id}``), and
+    each mount as a prefix for the rest of what it serves (``/console*``)."""
     found = list(app.openapi().get("paths", {}))
     found += [p for p in (app.openapi_url, "/docs", "/redoc") if p]
-    found += [f"{r.path}*" for r in app.router.routes if isinstance(r, Mount)]
+    found += _routes(app.router.routes, "")
+    return list(dict.fromkeys(found))
+
+
+def _routes(routes: Sequence[BaseRoute], prefix: str) -> list[str]:
+    found: list[str] = []
+    for route in routes:
+        if isinstance(route, Mount):
+            inner = prefix + route.path
+            if isinstance(route.app, FastAPI):  # a mounted app names its own pages
+                declared = getattr(route.app.state, "route_templates", None)
+                paths = declared or list(route.app.openapi().get("paths", {}))
+                found += [inner + path for path in paths]
+            found += _routes(route.routes, inner)
+            found.append(f"{inner}*")
+        elif isinstance(route, Route | WebSocketRoute):
+            found.append(prefix + route.path)
     return found
