@@ -29,7 +29,7 @@ def fold_bias_in(model: onnx.ModelProto) -> int:
     replaced: dict[int, onnx.NodeProto] = {}  # id(Add) -> its replacement
     dropped: set[int] = set()  # id(DynamicQuantizeMatMul) folded away
     for node in graph.node:
-        if node.op_type != "DynamicQuantizeMatMul" or len(node.input) > 3:
+        if node.op_type != "DynamicQuantizeMatMul" or len(node.input) > 4:
             continue
         after = readers.get(node.output[0], [])
         if len(after) != 1 or after[0].op_type != "Add":
@@ -40,7 +40,7 @@ def fold_bias_in(model: onnx.ModelProto) -> int:
             continue
         replaced[id(add)] = helper.make_node(
             "DynamicQuantizeMatMul",
-            [*node.input[:3], "", bias],  # no zero point: the weights are symmetric int8
+            [*node.input[:3], node.input[3] if len(node.input) > 3 else "", bias],
             [add.output[0]],
             name=f"{node.name}__bias",
             domain=CONTRIB,
