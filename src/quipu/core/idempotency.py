@@ -42,14 +42,16 @@ class StoredAnswer:
 
 
 def check_key(raw: list[bytes]) -> str:
-    """The one ``Idempotency-Key`` header's value (422 ``invalid_idempotency_key`` otherwise)."""
+    """The one ``Idempotency-Key`` header, as the digest that is stored in its place (422
+    ``invalid_idempotency_key`` otherwise): a caller's key may be anything, a secret pasted by
+    mistake included, and only its equality matters, so the store never holds the value."""
     if len(raw) != 1 or _KEY.fullmatch(raw[0]) is None:
         raise InvalidInput(
             f"Idempotency-Key is one header of 1-{MAX_KEY_CHARS} visible ASCII characters",
             code="invalid_idempotency_key",
             details={"field": "header.idempotency-key"},
         )
-    return raw[0].decode("ascii")
+    return "sha256:" + hashlib.sha256(raw[0]).hexdigest()
 
 
 def fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:

@@ -24,6 +24,7 @@ from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
 from quipu.errors import InvalidInput
+from quipu.safety.secrets import find_secrets, secret_error
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -217,7 +218,9 @@ def instant(value: object, *, field: str) -> datetime | None:
 
 
 def identifier(value: object, *, field: str, pattern: re.Pattern[str] = ID_PATTERN) -> str:
-    """An id a caller chose: :data:`ID_PATTERN` (1 to 128 characters)."""
+    """An id a caller chose: :data:`ID_PATTERN` (1 to 128 characters), and no secret (SAFE-1:
+    an id is stored, logged and echoed, so a token pasted as a session id is refused like one
+    in a text, wherever the id came from: path, query, header or body)."""
     if not isinstance(value, str) or pattern.fullmatch(value) is None:
         raise InvalidInput(
             f"{field} must be 1 to {MAX_ID_CHARS} characters: ASCII letters and digits, then"
@@ -225,7 +228,16 @@ def identifier(value: object, *, field: str, pattern: re.Pattern[str] = ID_PATTE
             code="invalid_id",
             details={"field": field},
         )
+    screen_identifier(value, field=field)
     return value
+
+
+def screen_identifier(value: str, *, field: str) -> None:
+    """422 ``secret_detected`` (naming ``field``, never the value) when ``value`` holds one."""
+    if findings := find_secrets(value):
+        error = secret_error(findings)
+        error.details["field"] = field
+        raise error
 
 
 #: The shape of an API key's id (``core.auth.new_secret``): an agent id may not take it, so the

@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from quipu.safety import find_secrets
 from quipu.surfaces import metrics
 from quipu.surfaces.http import errors
 
@@ -58,7 +59,11 @@ class RequestContext:
         started = time.perf_counter()
         given = [value for name, value in scope["headers"] if name == HEADER]
         valid = len(given) == 1 and _VALID_ID.fullmatch(given[0]) is not None
-        info = RequestInfo(given[0].decode("ascii") if valid else secrets.token_hex(16))
+        # an id is logged and echoed: one that holds a secret is refused like any other id
+        leaked = valid and bool(find_secrets(given[0].decode("ascii")))
+        info = RequestInfo(
+            given[0].decode("ascii") if valid and not leaked else secrets.token_hex(16)
+        )
         scope[CONTEXT_KEY] = info
         status = 500
 
@@ -72,7 +77,15 @@ class RequestContext:
             await send(message)
 
         try:
-            if given and not valid:
+            if leaked:
+                refusal = errors.envelope(
+                    422,
+                    "secret_detected",
+                    "X-Request-Id looks like it holds a secret; send a random id instead",
+                    {"field": "header.x-request-id"},
+                )
+                await refusal(scope, receive, send_with_id)
+            elif given and not valid:
                 refusal = errors.envelope(
                     422,
                     "invalid_request_id",
