@@ -305,3 +305,74 @@ def test_safe_005_issue20_d3_a_500_is_logged_as_a_bounded_summary_and_keeps_the_
     message = record.getMessage()
     assert "RecursionError" in message and "GET /v1/explode" in message
     assert "frames omitted" in message and len(message.splitlines()) < 30
+
+
+def _drained_then_closed(sock: socket.socket) -> bool:
+    """The answer's body is read to its end, then the server closes (a timeout: it kept the
+    connection open, waiting for the rest of the stream)."""
+    try:
+        while sock.recv(65_536):
+            pass
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        return False
+    return True
+
+
+def _read_any(sock: socket.socket) -> tuple[int, dict[str, str]]:
+    """The status and headers of an answer of any kind (JSON, HTML, a redirect)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        part = sock.recv(65_536)
+        assert part, f"the server closed without answering: {data!r}"
+        data += part
+    lines = data.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/no-such-page"),
+        ("POST", "/healthz"),
+        ("POST", "/mcp/"),
+        ("POST", "/console/no-such-page"),
+        ("POST", "/console/sign-in"),
+        ("PUT", "/docs"),
+    ],
+)
+def test_safe_005_a_body_outside_the_api_is_never_read_to_its_end(
+    live: Live, method: str, path: str
+) -> None:
+    """An unauthenticated chunked body that never ends, sent to a page outside /v1 and /mcp:
+    answered (404, 405, a redirect, a console page, or 413 at the limit when the page reads
+    it) with Connection: close, then the connection closes: the stream is never drained."""
+    with socket.create_connection((live.host, live.port), timeout=WAIT_S) as sock:
+        sock.sendall(
+            _head(method, path, {"Content-Type": "text/plain", "Transfer-Encoding": "chunked"})
+        )
+        sock.sendall(_chunk(b"a" * 1000))
+        sent = 1000
+        sock.setblocking(False)
+        try:
+            while sent < 64 * CAP:
+                try:
+                    if sock.recv(1, socket.MSG_PEEK):
+                        break  # the answer has begun
+                except BlockingIOError:
+                    pass
+                try:
+                    sock.sendall(_chunk(b"a" * 8192))
+                    sent += 8192
+                except BlockingIOError:
+                    break  # the server stopped reading
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+        finally:
+            sock.settimeout(WAIT_S)
+        status, headers = _read_any(sock)
+        assert 300 <= status < 500, status
+        assert headers.get("connection") == "close", (status, headers)
+        assert _drained_then_closed(sock)  # the rest of the stream is never read

@@ -15,8 +15,10 @@ request). For each HTTP request, in this order (SAFE-5, SCOPE-1, issue 20 defect
    lone surrogates, NUL) before the framework parses it: 422 ``json_too_deep`` or
    ``invalid_text`` with the field's path.
 
-An early answer to a request whose body is still streaming carries ``Connection: close``:
-uvicorn would otherwise read (and discard) the rest of the body to keep the connection alive.
+An answer to a request whose body is still streaming carries ``Connection: close``, the
+guard's own and the app's alike (a 404 or 405 page, the ``/mcp/`` redirect, a console page that
+never read the body): uvicorn would otherwise read (and discard) the rest of the body to keep
+the connection alive, a gigabyte if a client sends one.
 A body declared within the limit is the exception: the server drains those few bytes and keeps
 the connection.
 """
@@ -114,7 +116,16 @@ class Exchange:
             return  # the guard answered already; the app's late answer goes nowhere
         if message["type"] == "http.response.start":
             self.started = True
+            if self.unread():  # a 404, a redirect, a page that never read the body
+                headers = [(n, v) for n, v in message.get("headers", []) if n != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
         await self._send(message)
+
+    def unread(self) -> bool:
+        """A body is still streaming in and was not declared within the limit: answering
+        without ``Connection: close`` would let the server read (and discard) all of it."""
+        within = self.declared is not None and self.declared <= self.limit
+        return self.has_body and not self.complete and not within
 
     async def read_body(self) -> bytes | None:
         """The whole body (at most ``limit`` bytes), or ``None`` when it was refused as too
@@ -136,8 +147,7 @@ class Exchange:
         """Answer now, unless the app already started its own response (then it is only cut
         off: its later messages are dropped and it sees a disconnect)."""
         if not self.started:
-            within = self.declared is not None and self.declared <= self.limit
-            if not self.complete and not within:
+            if self.unread():
                 response.headers["connection"] = "close"
             self.started = True
             await response(self.scope, _no_receive, self._send)
