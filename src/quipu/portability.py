@@ -28,7 +28,7 @@ from typing import IO, Any
 from quipu import transfer
 from quipu.core.governance import Hold
 from quipu.core.records import MemoryVersion, Principal, Role
-from quipu.errors import InvalidInput
+from quipu.errors import InvalidInput, QuipuError
 from quipu.memories import MemoryService
 from quipu.storage.base import EmbeddingPin, Store, Vector
 
@@ -101,6 +101,20 @@ def write_export(
     return counts
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A record an import left out: its line in the file, its type, and why (the error's
+    stable code and message; never the record's content)."""
+
+    line: int
+    kind: str
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "type": self.kind, "code": self.code, "message": self.message}
+
+
 def import_records(
     service: MemoryService,
     importer: Principal,
@@ -108,26 +122,46 @@ def import_records(
     *,
     tenant_id: str | None = None,
     progress: Progress | None = None,
+    on_refused: Callable[[Refused], None] | None = None,
 ) -> Counts:
     """Import an export (format 1 or 2) into ``service``'s store. ``importer`` names who
     imports (its key and surface in the audit); its tenant is replaced by each record's own.
-    With ``tenant_id`` only that tenant's records are taken."""
+    With ``tenant_id`` only that tenant's records are taken. Without ``on_refused`` the first
+    record refused (malformed, or failing a write's screens) raises; with it, each refused
+    record is reported and left out (a version takes its whole family with it) and the rest
+    is imported."""
     store = service.store
     counts = Counts()
     versions: list[tuple[MemoryVersion, Vector | None]] = []
+    numbers: list[int] = []
     batch_tenant: str | None = None
 
+    def refuse(line: int, kind: str, error: QuipuError) -> None:
+        if on_refused is None:
+            raise error
+        on_refused(Refused(line, kind, error.code, error.message))
+
     def flush() -> None:
-        nonlocal versions
+        nonlocal versions, numbers
         if versions and batch_tenant is not None:
             who = replace(importer, tenant_id=batch_tenant, role=Role.SUPERADMIN)
-            added = service.import_(who, versions)
+            at = numbers
+            added = service.import_(
+                who,
+                versions,
+                on_refused=None
+                if on_refused is None
+                else lambda position, _id, error: refuse(at[position - 1], "version", error),
+            )
             counts.added["version"] = counts.added.get("version", 0) + added
-        versions = []
+        versions, numbers = [], []
 
-    for kind, value in transfer.read_records(lines, with_header=True):
+    for number, kind, value in transfer.read_lines(lines, with_header=True):
         if kind == "header":
             _pin(store, value)
+            continue
+        if kind == transfer.REFUSED:
+            refuse(number, kind, value)
             continue
         owner = _tenant_of(kind, value)
         if tenant_id is not None and owner != tenant_id:
@@ -137,12 +171,18 @@ def import_records(
                 flush()
                 batch_tenant = owner
             versions.append(value)
+            numbers.append(number)
             counts.saw(kind, 0, progress)
             if len(versions) >= 1000:
                 flush()
             continue
         flush()
-        counts.saw(kind, _add(store, kind, value), progress)
+        try:
+            added = _add(store, kind, value)
+        except InvalidInput as exc:  # a screen or a stored-string rule, this record alone
+            refuse(number, kind, exc)
+            added = 0
+        counts.saw(kind, added, progress)
     flush()
     return counts
 

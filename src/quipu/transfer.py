@@ -108,6 +108,22 @@ def read_records(lines: Iterable[str], *, with_header: bool = False) -> Iterator
     :class:`PortableSession`, an audit event as :class:`AuditEvent`. A malformed line is 422
     ``invalid_export`` naming its line number. ``with_header``: the header first, as
     ``("header", dict)``."""
+    for _, kind, value in read_lines(lines, with_header=with_header):
+        if kind == REFUSED:
+            raise value
+        yield kind, value
+
+
+#: The type :func:`read_lines` gives a line it could not decode (its value: the error).
+REFUSED = "refused"
+
+
+def read_lines(
+    lines: Iterable[str], *, with_header: bool = False
+) -> Iterator[tuple[int, str, Any]]:
+    """:func:`read_records` with each record's line number, going on past a malformed line:
+    it comes as ``(number, REFUSED, InvalidInput)``. A missing or unknown header still
+    raises (then nothing in the file is an export's record)."""
     it = iter(lines)
     first = next(it, "")
     try:
@@ -121,27 +137,39 @@ def read_records(lines: Iterable[str], *, with_header: bool = False) -> Iterator
     ):
         raise InvalidInput("not a Quipu export (missing or unknown header)", code="invalid_export")
     if with_header:
-        yield "header", head
+        yield 1, "header", head
     for number, line in enumerate(it, start=2):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
-            raise InvalidInput(
-                f"line {number} of the export is not JSON", code="invalid_export"
-            ) from None
+            yield (
+                number,
+                REFUSED,
+                InvalidInput(f"line {number} of the export is not JSON", code="invalid_export"),
+            )
+            continue
         kind = row.get("type") if isinstance(row, dict) else None
         if kind not in RECORD_TYPES:
-            raise InvalidInput(
-                f"line {number} is not a record of a Quipu export", code="invalid_export"
+            yield (
+                number,
+                REFUSED,
+                InvalidInput(
+                    f"line {number} is not a record of a Quipu export", code="invalid_export"
+                ),
             )
+            continue
         try:
-            yield kind, _DECODERS[kind](row)
+            value = _DECODERS[kind](row)
         except InvalidInput as exc:
-            raise InvalidInput(
-                f"line {number}: {exc.message}", code="invalid_export", details=exc.details
-            ) from None
+            value, kind = (
+                InvalidInput(
+                    f"line {number}: {exc.message}", code="invalid_export", details=exc.details
+                ),
+                REFUSED,
+            )
+        yield number, kind, value
 
 
 # -- the records of a whole-store export (format version 2) -----------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,11 +85,14 @@ def import_(
     as_json: Json = False,
 ) -> None:
     """Import an export: ids, versions, times, vectors, keys, sessions and audit kept;
-    records already present are skipped, so re-running adds nothing."""
+    records already present are skipped, so re-running adds nothing. A record that is
+    malformed or fails a write's screens is reported by line on stderr and left out (a
+    version with its whole family); the rest is imported, and the exit code is 1."""
     from quipu import portability
     from quipu.composition import build_service, local_principal
 
     settings = settings_or_exit(db, config)
+    refused: list[portability.Refused] = []
     with _input(file) as fh:
         service = _open(lambda: build_service(settings))
         try:
@@ -100,6 +104,7 @@ def import_(
                     fh,
                     tenant_id=tenant,
                     progress=lambda _kind, _n: bar.advance(task),
+                    on_refused=refused.append,
                 )
         except QuipuError as exc:
             _refused(exc, None)
@@ -107,7 +112,19 @@ def import_(
             _refused(InvalidInput(f"{file} is not UTF-8 text", code="invalid_export"), None)
         finally:
             service.store.close()
-    _summary("imported", counts.added, file, as_json)
+    reasons = dict(sorted(Counter(r.code for r in refused).items()))
+    for row in refused:
+        err.print(
+            f"[red]refused[/red] line {row.line} ({escape(row.kind)}):"
+            f" {escape(row.code)}: {escape(mask_credentials(row.message))}",
+            soft_wrap=True,
+        )
+    extra = {"refused": {"count": len(refused), "by_reason": reasons}} if refused else {}
+    _summary("imported", counts.added, file, as_json, extra)
+    if refused:
+        by = ", ".join(f"{n} {code}" for code, n in reasons.items())
+        err.print(f"refused {len(refused)} records ({by}); the rest was imported", soft_wrap=True)
+        raise typer.Exit(1)
 
 
 def _open(make: Callable[[], T]) -> T:
@@ -161,13 +178,19 @@ def _file_error(exc: OSError, path: str, code: str) -> InvalidInput:
     return InvalidInput(f"{path}: {reason}", code=code, details={"path": path})
 
 
-def _summary(verb: str, counts: dict[str, int], where: str, as_json: bool) -> None:
+def _summary(
+    verb: str,
+    counts: dict[str, int],
+    where: str,
+    as_json: bool,
+    extra: dict[str, Any] | None = None,
+) -> None:
     """What an export or import did, by record type: on stdout, unless stdout carries the
     exported data (then on stderr)."""
     shown = where if where != "-" else "stdout" if verb == "exported" else "stdin"
     stream = sys.stderr if verb == "exported" and where == "-" else sys.stdout
     if as_json:
-        stream.write(json.dumps({verb: counts, "file": shown}) + "\n")
+        stream.write(json.dumps({verb: counts, "file": shown, **(extra or {})}) + "\n")
         return
     parts = ", ".join(f"{n} {kind}s" for kind, n in sorted(counts.items())) or "nothing"
     stream.write(f"{verb} {parts} ({shown})\n")
