@@ -332,6 +332,18 @@ def test_mem_002_as_of_sees_the_revision_valid_then(
     assert texts(svc.recall(alice, "how does Luis take coffee")) == [
         "Luis drinks coffee with oat milk"
     ]
+    # after the revise, as of then: the revision, never the text it replaced
+    after = NOW - timedelta(days=2)
+    assert texts(svc.recall(alice, "how does Luis take coffee", as_of=after)) == [
+        "Luis drinks coffee with oat milk"
+    ]
+    assert [x.text for x in svc.list(alice, as_of=after).items] == [
+        "Luis drinks coffee with oat milk"
+    ]
+    assert [x.text for x in svc.list(alice, as_of=NOW - timedelta(days=7)).items] == [
+        "Luis drinks coffee black"
+    ]
+    assert svc.list(alice, as_of=NOW - timedelta(days=11)).items == []
 
 
 def test_life_003_forgotten_memory_never_shows_in_as_of(
