@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed-$(HASH)
 # `make run` needs only the runtime dependencies (no test tools, no optional extras).
 RUN_STAMP := $(VENV)/.runtime-$(HASH)
 
-.PHONY: run test test-latest lock lint typecheck unit bench clean
+.PHONY: run test test-latest lock lint typecheck unit bench clean mutate
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,3 +68,10 @@ lock: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .venv-latest .mypy_cache .ruff_cache .pytest_cache
+
+# Mutation runs over the safety-critical modules (hold checks, erase, scope resolution, secret
+# and injection screens), each against its own tests: slow, so not in `make test`.
+# `make mutate MUTATE_ONLY=holds` runs one (scripts/mutate.sh lists them).
+mutate: $(STAMP)
+	$(PIP) -e '.[dev,mutate]'
+	MUTATE_ONLY=$(MUTATE_ONLY) PYTHON=$(BIN)/python bash scripts/mutate.sh
