@@ -32,14 +32,18 @@ if TYPE_CHECKING:
     )
     from quipu.embedded import Quipu, open
     from quipu.errors import (
+        ConfigurationError,
         Conflict,
         EmbeddingUnavailable,
         Forbidden,
         InvalidInput,
         LimitExceeded,
         NotFound,
+        PayloadTooLarge,
+        PreconditionRequired,
         QuipuError,
         SecretDetected,
+        Unauthorized,
         Unavailable,
     )
     from quipu.remote import Client, MemoryClient, SessionClient
@@ -72,14 +76,18 @@ _HOMES = {
     ),
     **dict.fromkeys(
         (
+            "ConfigurationError",
             "Conflict",
             "EmbeddingUnavailable",
             "Forbidden",
             "InvalidInput",
             "LimitExceeded",
             "NotFound",
+            "PayloadTooLarge",
+            "PreconditionRequired",
             "QuipuError",
             "SecretDetected",
+            "Unauthorized",
             "Unavailable",
         ),
         "quipu.errors",
@@ -89,6 +97,7 @@ _HOMES = {
 __all__ = [
     "AsyncClient",
     "Client",
+    "ConfigurationError",
     "Conflict",
     "EmbeddingUnavailable",
     "Filters",
@@ -101,6 +110,8 @@ __all__ = [
     "MemoryVersion",
     "NotFound",
     "Page",
+    "PayloadTooLarge",
+    "PreconditionRequired",
     "Principal",
     "Provenance",
     "Quipu",
@@ -114,6 +125,7 @@ __all__ = [
     "Source",
     "Status",
     "Trust",
+    "Unauthorized",
     "Unavailable",
     "WriteResult",
     "__version__",

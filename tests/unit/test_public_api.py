@@ -5,6 +5,7 @@ import quipu
 EXPECTED = [
     "AsyncClient",
     "Client",
+    "ConfigurationError",
     "Conflict",
     "EmbeddingUnavailable",
     "Filters",
@@ -17,6 +18,8 @@ EXPECTED = [
     "MemoryVersion",
     "NotFound",
     "Page",
+    "PayloadTooLarge",
+    "PreconditionRequired",
     "Principal",
     "Provenance",
     "Quipu",
@@ -30,6 +33,7 @@ EXPECTED = [
     "Source",
     "Status",
     "Trust",
+    "Unauthorized",
     "Unavailable",
     "WriteResult",
     "__version__",
@@ -41,6 +45,22 @@ def test_api_001_all_is_pinned() -> None:
     assert sorted(quipu.__all__) == sorted(EXPECTED)
     for name in quipu.__all__:
         assert hasattr(quipu, name)
+
+
+def test_api_001_every_error_a_client_raises_is_exported() -> None:
+    """A caller catches ``quipu.Unauthorized`` as it catches ``quipu.NotFound``: every public
+    error class of quipu.errors is a name of the package."""
+    import inspect
+
+    from quipu import errors
+
+    classes = {
+        name
+        for name, cls in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(cls, errors.QuipuError) and not name.startswith("_")
+    }
+    assert classes <= set(quipu.__all__), classes - set(quipu.__all__)
+    assert quipu.Unauthorized is errors.Unauthorized
 
 
 def test_api_001_open_gives_every_verb() -> None:
