@@ -99,6 +99,19 @@ def test_api_004_tables_never_cut_ids(tmp_path: Path) -> None:
     assert key_id in keys.stdout, keys.stdout
 
 
+def test_api_004_a_table_sent_to_a_pipe_keeps_each_row_on_one_line(tmp_path: Path) -> None:
+    """Not a terminal and no COLUMNS: rich's 80 columns wrapped the text column to a few
+    characters; piped output is as wide as its rows (CliRunner's stdout is no terminal)."""
+    db = str(tmp_path / "pipe.db")
+    text = "Dana prefers window seats on long flights and books the exit row when she can"
+    assert runner.invoke(app, ["remember", text, "--db", db, "-q"]).exit_code == 0
+    piped = runner.invoke(app, ["list", "--db", db], env={"COLUMNS": ""})
+    assert piped.exit_code == 0
+    assert any(text in line for line in piped.stdout.splitlines()), piped.stdout
+    narrow = runner.invoke(app, ["list", "--db", db], env={"COLUMNS": "60"})
+    assert not any(text in line for line in narrow.stdout.splitlines())  # COLUMNS still wins
+
+
 def test_api_004_json_for_scripts(tmp_path: Path) -> None:
     db = str(tmp_path / "j.db")
     assert json.loads(runner.invoke(app, ["reindex", "--db", db, "--json"]).stdout) == {

@@ -9,10 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from quipu.errors import QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, key_or_exit, rows_table, settings_or_exit
+from quipu.surfaces.cli.options import (
+    Config,
+    Db,
+    Output,
+    fail,
+    key_or_exit,
+    rows_table,
+    settings_or_exit,
+)
 
 if TYPE_CHECKING:
     from quipu.core.records import Principal
@@ -20,8 +27,8 @@ if TYPE_CHECKING:
 tenants = typer.Typer(help="Create and list tenants.", no_args_is_help=True)
 keys = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
 tokens = typer.Typer(help="Mint short-lived run tokens from a service key.", no_args_is_help=True)
-console = Console()
-err = Console(stderr=True)
+console = Output()
+err = Output(stderr=True)
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 Tenant = Annotated[str, typer.Option("--tenant", help="Tenant id.")]

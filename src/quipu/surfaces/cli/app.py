@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -35,7 +34,15 @@ from quipu.surfaces.cli import eval as eval_cli
 from quipu.surfaces.cli import graph as graph_cli
 from quipu.surfaces.cli import kv as kv_cli
 from quipu.surfaces.cli import sessions as sessions_cli
-from quipu.surfaces.cli.options import Config, Db, env_key, fail, rows_table, settings_or_exit
+from quipu.surfaces.cli.options import (
+    Config,
+    Db,
+    Output,
+    env_key,
+    fail,
+    rows_table,
+    settings_or_exit,
+)
 
 if TYPE_CHECKING:
     from quipu.memories import MemoryService
@@ -66,8 +73,8 @@ app.command()(jobs.worker)
 app.command("export")(portable.export_)
 app.command("import")(portable.import_)
 governance.register(app)
-console = Console()
-err = Console(stderr=True)
+console = Output()
+err = Output(stderr=True)
 T = TypeVar("T")
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]

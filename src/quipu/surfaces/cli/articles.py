@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from quipu.core.urls import mask_credentials
@@ -21,6 +20,7 @@ from quipu.surfaces.cli.options import (
     AsJson,
     Config,
     Db,
+    Output,
     env_key,
     fail,
     print_json,
@@ -35,8 +35,8 @@ articles = typer.Typer(
     help="Knowledge articles: write, update, show, history, search, list, erase (KNOW-1).",
     no_args_is_help=True,
 )
-out = Console()
-err = Console(stderr=True)
+out = Output()
+err = Output(stderr=True)
 
 Tags = Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")]
 BodyText = Annotated[str | None, typer.Option("--body", help="The body (Markdown).")]

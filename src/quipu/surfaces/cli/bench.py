@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,13 +24,13 @@ from rich.progress import (
 from rich.status import Status
 from rich.table import Table
 
-from quipu.surfaces.cli.options import Bars, SettingOverrides, fail, parse_overrides
+from quipu.surfaces.cli.options import Bars, Output, SettingOverrides, fail, parse_overrides
 
 if TYPE_CHECKING:
     from quipu.evals import public_bench
 
 app = typer.Typer(help="Benchmarks; each writes its results as JSON.", no_args_is_help=True)
-console = Console(stderr=True)
+console = Output(stderr=True)
 
 Out = Annotated[Path | None, typer.Option("--out", help="Write the JSON result here too.")]
 
@@ -411,7 +410,7 @@ def compare(
     if as_json:
         print(json.dumps(full, default=str))
     else:
-        Console().print(table)
+        Output().print(table)
     if out is not None:
         _write_json(full, out)
 
@@ -506,7 +505,7 @@ def _public(
 
 
 def _render(result: dict[str, Any]) -> None:
-    stdout = Console()
+    stdout = Output()
     systems: dict[str, Any] = result["systems"]
     summary = Table(
         title=f"{result['benchmark']}: {result['questions']} questions, "

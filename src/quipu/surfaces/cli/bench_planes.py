@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.status import Status
 
 from quipu.surfaces.cli.bench import Data, Out, _dataset, _emit, _reporter, app, console
+from quipu.surfaces.cli.options import Output
 
 # --------------------------------------------------------------------------------------
 # The documents plane (issue 28, DOC-1): quipu.evals.documents_bench
@@ -115,7 +115,7 @@ def knowledge(
     from quipu.evals import knowledge_bench
 
     path = _dataset(data, "locomo")
-    with Status("knowledge scenario", console=Console(stderr=True)):
+    with Status("knowledge scenario", console=Output(stderr=True)):
         result = knowledge_bench.run(
             path, LocalEmbedder(), conversations=conversations, skip=skip, k=k
         )

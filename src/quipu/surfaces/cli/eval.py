@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Column, Table
 
-from quipu.surfaces.cli.options import Bars, SettingOverrides, fail, parse_overrides
+from quipu.surfaces.cli.options import Bars, Output, SettingOverrides, fail, parse_overrides
 
 if TYPE_CHECKING:
     from quipu.evals.promotion import PromotionReport
@@ -27,8 +26,8 @@ DEFAULT_CONVERSATIONS = 20
 RETRIEVAL_K = 5
 
 app = typer.Typer(help="Quality evaluations (they measure, never gate).", no_args_is_help=True)
-console = Console()
-err = Console(stderr=True)
+console = Output()
+err = Output(stderr=True)
 
 
 class ExtractorName(StrEnum):
@@ -404,7 +403,7 @@ def _public_promotion(longmemeval: Path | None, locomo: Path | None, limit: int 
     from quipu.evals.promotion_public import run_locomo, run_longmemeval
 
     embedder = LocalEmbedder()
-    log = Console(stderr=True).log
+    log = Output(stderr=True).log
     out: dict[str, Any] = {}
     if longmemeval is not None:
         out["longmemeval"] = run_longmemeval(longmemeval, embedder, limit=limit, progress=log)
@@ -418,6 +417,6 @@ def _knowledge_updates(longmemeval: Path) -> None:
     from quipu.embeddings.local import LocalEmbedder
     from quipu.evals.promotion_ku import run_knowledge_updates
 
-    log = Console(stderr=True).log
+    log = Output(stderr=True).log
     report = run_knowledge_updates(longmemeval, LocalEmbedder(), progress=log)
     print(json.dumps(report, ensure_ascii=False, indent=2))

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -26,7 +25,7 @@ from quipu.core import validate
 from quipu.core.jobs import JobStatus
 from quipu.core.records import Principal, Role
 from quipu.errors import QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, Output, fail, settings_or_exit
 
 if TYPE_CHECKING:  # the runtime is imported when a command runs: `quipu --help` stays cheap
     from quipu.runtime import Runtime
@@ -40,8 +39,8 @@ snapshots = typer.Typer(
     help="Pin exact versions for a run, and resolve them.", no_args_is_help=True
 )
 projects = typer.Typer(help="The tenant's project registry (SCOPE-6).", no_args_is_help=True)
-console = Console()
-err = Console(stderr=True)
+console = Output()
+err = Output(stderr=True)
 T = TypeVar("T")
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from quipu.errors import QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, Output, fail, settings_or_exit
 
 if TYPE_CHECKING:
     from quipu.graph.service import Graph
@@ -24,7 +23,7 @@ graph = typer.Typer(
     "the tenant's ontology (GRAPH-1).",
     no_args_is_help=True,
 )
-err = Console(stderr=True)
+err = Output(stderr=True)
 
 Scope = Annotated[str, typer.Option(help="agent, user, agent_user or tenant (one scope).")]
 AsOf = Annotated[str | None, typer.Option(help="Answer as of this ISO-8601 time.")]

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from quipu.errors import NotFound, QuipuError
 from quipu.surfaces.cli.options import (
     AsJson,
     Config,
     Db,
+    Output,
     fail,
     print_json,
     rows_table,
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from quipu.runtime import Runtime
 
 jobs = typer.Typer(help="Inspect, cancel and retry durable jobs.", no_args_is_help=True)
-console = Console()
-err = Console(stderr=True)
+console = Output()
+err = Output(stderr=True)
 
 
 def _runtime(db: str | None, config: Path | None) -> Runtime:

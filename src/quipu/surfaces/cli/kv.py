@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from quipu.errors import InvalidInput, QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, Output, fail, settings_or_exit
 
 if TYPE_CHECKING:
     from quipu.kv import KeyValues
@@ -24,7 +23,7 @@ kv = typer.Typer(
     help="Exact key/value entries of one scope: set, get, list, history, delete (KV-1).",
     no_args_is_help=True,
 )
-err = Console(stderr=True)
+err = Output(stderr=True)
 
 Scope = Annotated[str, typer.Option(help="agent, user, agent_user or tenant (one scope).")]
 Expected = Annotated[

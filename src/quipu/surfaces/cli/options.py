@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleDimensions, Group, RenderableType
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
@@ -23,7 +24,29 @@ from quipu.errors import ConfigurationError, QuipuError
 if TYPE_CHECKING:
     from quipu.settings import Settings
 
-err = Console(stderr=True)
+#: The width of output that goes to a pipe or a file: rich's default there is 80 columns, which
+#: wrapped a table's text column to a few characters in ``quipu list | less``. ``COLUMNS`` in
+#: the environment still wins.
+PIPED_WIDTH = 240
+
+
+class Output(Console):
+    """A console that, writing to something other than a terminal, is wide enough for a
+    table's rows to stay one line each."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        found = Console.size.fget(self)  # type: ignore[attr-defined]
+        if self._width is None and not self.is_terminal and not os.environ.get("COLUMNS"):
+            return ConsoleDimensions(PIPED_WIDTH, found.height)
+        return found  # type: ignore[no-any-return]
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+err = Output(stderr=True)
 
 #: The memory verbs that also run against a Quipu server (``--db http(s)://…``).
 SERVER_VERBS = "remember, recall, list, get, history, revise, status, forget and supersede"

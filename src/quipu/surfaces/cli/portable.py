@@ -12,17 +12,16 @@ from pathlib import Path
 from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from quipu.core.urls import mask_credentials
 from quipu.errors import InvalidInput, QuipuError
 from quipu.surfaces.cli import target
-from quipu.surfaces.cli.options import Config, Db, env_key, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, Output, env_key, fail, settings_or_exit
 
 T = TypeVar("T")
-err = Console(stderr=True)
+err = Output(stderr=True)
 Json = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
 
 

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from quipu.errors import QuipuError
-from quipu.surfaces.cli.options import Config, Db, fail, settings_or_exit
+from quipu.surfaces.cli.options import Config, Db, Output, fail, settings_or_exit
 
 if TYPE_CHECKING:
     from quipu.core.records import Principal
@@ -25,7 +24,7 @@ sessions = typer.Typer(
     help="A session's turns: append one (with the time it was said), read them, promote them.",
     no_args_is_help=True,
 )
-err = Console(stderr=True)
+err = Output(stderr=True)
 
 
 def _run(db: str | None, config: Path | None, action: Callable[[Runtime, Principal], Any]) -> None:
