@@ -27,6 +27,7 @@ reported to it (the HTTP server counts them in ``quipu_harvest_batches_total``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -303,6 +304,7 @@ class Harvester:
                 raise Retryable(f"extraction failed: {exc.code}", code=exc.code) from None
             self._count("dropped", "extraction_failed")
             log.warning("harvest batch %s dropped: %s", batch.batch_id, exc.code)
+            self._forget_spans(job)
             return {"outcome": "dropped", "reason": "extraction_failed", "spans": len(batch.spans)}
         start = int(job.checkpoint.get("next", 0))
         written = int(job.checkpoint.get("written", 0))
@@ -325,7 +327,14 @@ class Harvester:
         self._count("extracted", batch.boundary)
         with self._lock:
             self._counts["facts:written"] += counts["written"] - written
+        self._forget_spans(job)
         return {"outcome": "extracted", "spans": len(batch.spans), "facts": len(found), **counts}
+
+    def _forget_spans(self, job: Job) -> None:
+        """The batch is done with: its spans (the caller's raw text) leave the job's payload,
+        so no erase has to find them there later (LIFE-4); what was written from them is
+        ordinary memory, which erase reaches."""
+        self.store.job_text_erase(job.tenant_id, job_id=job.job_id)
 
     def _outage(self, job: Job, reason: str) -> NoReturn:
         """The store failed mid-batch: try the job again later while attempts remain (what was
@@ -337,6 +346,8 @@ class Harvester:
         log.warning(
             "harvest job %s dropped after %d attempts: %s", job.job_id, job.attempts, reason
         )
+        with contextlib.suppress(QuipuError):  # the store may still be down: best effort
+            self._forget_spans(job)
         raise Retryable(f"store unavailable: {reason}", code="store_unavailable")
 
     def _write(self, batch: _Batch, index: int, candidate: Any) -> bool:

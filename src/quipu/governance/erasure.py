@@ -192,10 +192,13 @@ class Erasing(GovernanceBase):
                     progress(stage, done)
                 if done == 0:
                     break
-        # the articles merged recall showed the subject's sessions (RECALL-9, LIFE-4)
         with under_holds(self.store, Reach.of(job.tenant_id, (), [user])):
+            # the articles merged recall showed the subject's sessions (RECALL-9, LIFE-4)
             if shown := self.store.shown_erase_subject(job.tenant_id, user):
                 total.add("knowledge_shown", shown)
+            # text handed to jobs for the subject (a harvest batch not yet run)
+            if handed := self.store.job_text_erase(job.tenant_id, user_id=user):
+                total.add("job_payloads", handed)
         result = {
             "user_id": user,
             "families": families,

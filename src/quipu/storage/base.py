@@ -382,6 +382,13 @@ class Store(PlaneStore, Protocol):
         """Active holds an erasure of ``user_id`` (or, with None, of the whole tenant) would
         break: the tenant's, the subject's, and those on memories of the subject."""
 
+    def job_text_erase(
+        self, tenant_id: str, *, job_id: str | None = None, user_id: str | None = None
+    ) -> int:
+        """Empty the caller text a job's payload carries (a harvest batch's ``spans``): of job
+        ``job_id`` once it has ended, or of every job acting for end user ``user_id`` (a
+        subject erasure). The number of jobs changed."""
+
     def erase_holds(self, tenant_id: str) -> list[Hold]:
         """The tenant's active holds, read inside this thread's open :meth:`transaction`: an
         erase sees every hold committed before it, and a hold set meanwhile waits until the

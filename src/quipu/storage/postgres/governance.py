@@ -337,6 +337,20 @@ class GovernanceTables:
                     _shrink_counters(conn, tenant_id, owner)
         return report
 
+    def job_text_erase(
+        self, tenant_id: str, *, job_id: str | None = None, user_id: str | None = None
+    ) -> int:
+        with self._tx() as conn:
+            return int(
+                conn.execute(
+                    "UPDATE jobs SET payload = jsonb_set(payload::jsonb, '{spans}', '[]')::json"
+                    " WHERE tenant_id = %s AND CASE WHEN json_typeof(payload->'spans') ="
+                    " 'array' THEN json_array_length(payload->'spans') ELSE 0 END > 0"
+                    " AND (job_id = %s OR payload->>'user_id' = %s)",
+                    (tenant_id, job_id, user_id),
+                ).rowcount
+            )
+
     def erase_holds(self, tenant_id: str) -> list[Hold]:
         conn = joined_to(self)
         if conn is None:

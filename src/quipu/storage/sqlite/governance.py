@@ -275,6 +275,19 @@ class GovernanceTables:
             report.add("jobs", _scrub_session_jobs(c, tenant_id, owners))
         return report
 
+    def job_text_erase(
+        self, tenant_id: str, *, job_id: str | None = None, user_id: str | None = None
+    ) -> int:
+        with self._tx() as c:
+            return int(
+                c.execute(
+                    "UPDATE jobs SET payload = json_set(payload, '$.spans', json('[]'))"
+                    " WHERE tenant_id = ? AND json_array_length(payload, '$.spans') > 0"
+                    " AND (job_id = ? OR json_extract(payload, '$.user_id') = ?)",
+                    (tenant_id, job_id, user_id),
+                ).rowcount
+            )
+
     def erase_holds(self, tenant_id: str) -> list[Hold]:
         c = joined_to(self)
         if c is None:
