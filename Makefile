@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed-$(HASH)
 # `make run` needs only the runtime dependencies (no test tools, no optional extras).
 RUN_STAMP := $(VENV)/.runtime-$(HASH)
 
-.PHONY: run test test-latest lock lint typecheck unit bench clean mutate
+.PHONY: run test test-latest lock lint typecheck unit bench clean mutate docs-screenshots
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,13 +52,19 @@ TEST_WORKERS ?= 2
 test:
 	bash scripts/ensure-chromium.sh
 	bash scripts/with-citus.sh --meanwhile '$(MAKE) --no-print-directory lint typecheck VENV=$(VENV) LOCK=$(LOCK)' \
-		env TESTDB_PYTHON=$(BIN)/python QUIPU_LOCK=$(LOCK) \
+		env TESTDB_PYTHON=$(BIN)/python QUIPU_LOCK=$(LOCK) bash scripts/leaves-clean.sh \
 		bash scripts/with-testdb.sh $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The whole suite against the newest releases pyproject.toml's ranges allow, in its own venv
 # (docs/development.md): how an upstream change is found on purpose, not by a failed landing.
 test-latest:
 	$(MAKE) --no-print-directory test VENV=.venv-latest LOCK=
+
+# The console screenshots of docs/console.md, refreshed on purpose (make test writes its own
+# to a temporary folder and leaves the checkout clean).
+docs-screenshots: $(STAMP)
+	bash scripts/ensure-chromium.sh
+	QUIPU_SCREENSHOTS=$(CURDIR)/docs/console $(BIN)/pytest -q tests/console -k 'not postgres'
 
 # Re-resolve requirements/lock.txt to the newest versions the ranges allow; commit the result
 # after `make test` passes on it.

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -20,8 +21,12 @@ from quipu.auth.access import Access
 from quipu.evals.http_load import free_port
 from quipu.storage.base import Store
 
-#: Where the browser tests keep the console's screenshots (docs/console.md shows them).
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+#: Where the browser tests keep the console's screenshots: a temporary folder, so a test run
+#: leaves the checkout as it was; `make docs-screenshots` points QUIPU_SCREENSHOTS at
+#: docs/console/ (docs/console.md shows them) to refresh them on purpose.
+SCREENSHOTS = Path(
+    os.environ.get("QUIPU_SCREENSHOTS") or Path(tempfile.gettempdir()) / "quipu-console-shots"
+)
 
 
 def open_store(db: str) -> Store:
