@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     )
     from quipu.embedded import Quipu, open
     from quipu.errors import (
+        Closed,
         ConfigurationError,
         Conflict,
         EmbeddingUnavailable,
@@ -76,6 +77,7 @@ _HOMES = {
     ),
     **dict.fromkeys(
         (
+            "Closed",
             "ConfigurationError",
             "Conflict",
             "EmbeddingUnavailable",
@@ -97,6 +99,7 @@ _HOMES = {
 __all__ = [
     "AsyncClient",
     "Client",
+    "Closed",
     "ConfigurationError",
     "Conflict",
     "EmbeddingUnavailable",

@@ -10,6 +10,7 @@ The hierarchy::
     ├── Forbidden           403     credential valid, act not allowed
     ├── NotFound            404     missing *or* foreign: the two are indistinguishable (SCOPE-7)
     ├── Conflict            409     version_conflict, illegal_transition, embedding_model_mismatch
+    │   └── Closed          409     client_closed: a call after close()
     ├── PreconditionRequired 428    expected_version_required: name the version you replace
     ├── PayloadTooLarge     413     payload_too_large
     ├── LimitExceeded       429     quota_exceeded, rate_limited (.retry_after seconds)
@@ -77,6 +78,12 @@ class Conflict(QuipuError):
     default_code = "conflict"
 
 
+class Closed(Conflict):
+    """A call on a client (or its store) after ``close()``: open a new one; never transient."""
+
+    default_code = "client_closed"
+
+
 class PreconditionRequired(QuipuError):
     """A change over HTTP or MCP must name the version it replaces (LIFE-2)."""
 
@@ -117,3 +124,8 @@ class EmbeddingUnavailable(Unavailable):
 
 class ConfigurationError(QuipuError):
     default_code = "configuration_error"
+
+
+def closed_store() -> Closed:
+    """What every store call answers once the store (and the client over it) was closed."""
+    return Closed("this client is closed; open a new one", code="client_closed")

@@ -84,3 +84,49 @@ def test_readme_shell_blocks_run_as_written(tmp_path: Path) -> None:
     assert "aisle" in tour and "revises" in tour  # history shows the revision
     assert '"status":"ready"' in http and "Dana prefers aisle seats now" in http
     assert '"token":"qt_' in tenants and "ran " in tenants
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_python_blocks_run_alone_and_in_order(tmp_path: Path) -> None:
+    """Each ```python block runs by itself in a fresh folder, and all of them one after the
+    other in one interpreter (a newcomer pastes them either way)."""
+    blocks = python_blocks(README.read_text(encoding="utf-8"))
+    assert len(blocks) >= 2
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUIPU_")}
+    scripts = [*([b] for b in blocks), blocks]
+    for n, parts in enumerate(scripts):
+        folder = tmp_path / f"run-{n}"
+        folder.mkdir()
+        done = subprocess.run(
+            [sys.executable, "-c", "\n".join(parts)],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, (n, done.stdout, done.stderr)
+    assert "Lisbon" in done.stdout  # the in-order run found what promotion wrote
+
+
+def test_a_call_on_a_closed_client_is_a_quipu_error(tmp_path: Path) -> None:
+    import quipu
+
+    mem = quipu.open(tmp_path / "closed.db")
+    mem.remember("Dana prefers window seats")
+    mem.close()
+    for call in (
+        lambda: mem.recall("Dana"),
+        lambda: mem.remember("another fact"),
+        mem.list,
+    ):
+        try:
+            call()
+        except quipu.Closed as exc:
+            assert exc.code == "client_closed"
+        else:
+            raise AssertionError("a call on a closed client went through")

@@ -5,6 +5,7 @@ import quipu
 EXPECTED = [
     "AsyncClient",
     "Client",
+    "Closed",
     "ConfigurationError",
     "Conflict",
     "EmbeddingUnavailable",

@@ -32,7 +32,7 @@ from quipu.core.query import Candidate, Cursor, Filters, Page
 from quipu.core.records import MemoryVersion, Relation, Scope, ScopeRef, Status, WriteResult
 from quipu.core.text import fold
 from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
-from quipu.errors import Conflict, LimitExceeded, NotFound, Unavailable
+from quipu.errors import Conflict, LimitExceeded, NotFound, Unavailable, closed_store
 from quipu.retrieval.bm25 import document_tokens
 from quipu.retrieval.expansion import query_keys
 from quipu.storage.admission import admit, admit_versions
@@ -130,6 +130,7 @@ class PostgresStore(
         if migrate_schema:
             with psycopg.connect(conninfo, connect_timeout=int(connect_timeout)) as conn:
                 migrate(conn)
+        self._closed = False
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo,
             min_size=min_connections,
@@ -158,6 +159,7 @@ class PostgresStore(
             bulk.refresh_terms(self)
 
     def close(self) -> None:
+        self._closed = True
         self._pool.close()
 
     # -- connections -------------------------------------------------------------------------
@@ -167,6 +169,8 @@ class PostgresStore(
         if joined is not None:
             yield joined
             return
+        if self._closed:
+            raise closed_store()
         try:
             with self._pool.connection() as conn:
                 yield conn

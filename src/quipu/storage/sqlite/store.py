@@ -35,7 +35,7 @@ from quipu.core.records import (
 )
 from quipu.core.text import fold
 from quipu.core.versions import UNSET, Change, check_expected, next_version, valid_to
-from quipu.errors import Conflict, LimitExceeded, NotFound
+from quipu.errors import Conflict, LimitExceeded, NotFound, closed_store
 from quipu.retrieval.bm25 import document_tokens, indexed_keys
 from quipu.storage.admission import admit
 from quipu.storage.base import Capabilities, EmbeddingPin, Vector
@@ -126,6 +126,7 @@ class SQLiteStore(
         self.catch_ups = 0
         self.mapped = 0  # scope indexes mapped from their file instead
         self._id: str | None = None
+        self._closed = False
         self._write_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._local = threading.local()
@@ -156,6 +157,8 @@ class SQLiteStore(
         return conn
 
     def _reader(self) -> sqlite3.Connection:
+        if self._closed:
+            raise closed_store()
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()
@@ -170,6 +173,8 @@ class SQLiteStore(
         if joined is not None:
             yield joined
             return
+        if self._closed:
+            raise closed_store()
         with self._write_lock:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
@@ -187,6 +192,7 @@ class SQLiteStore(
             self._indexes.clear()
 
     def close(self) -> None:
+        self._closed = True
         with self._index_lock:
             for conn in self._readers:
                 conn.close()
@@ -630,9 +636,6 @@ class SQLiteStore(
         if folder.is_dir():
             files += folder.iterdir()
         return sum(_file_size(p) for p in files)
-
-
-__all__ = ["SQLiteStore"]
 
 
 def _file_size(path: Path) -> int:
