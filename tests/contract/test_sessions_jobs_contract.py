@@ -212,6 +212,7 @@ def test_promo_002_tiny_sessions_are_a_no_op_with_a_marker(
     rt.worker.drain()
     done = rt.queue.store.get_job(job.job_id)
     assert done is not None and done.result["outcome"] == "noop" and _promoted(rt, alice) == []
+    assert "PROMO-2" in done.result["why"] and "remember()" in done.result["why"]  # says why
     from quipu.core.sessions import SessionKey, session_owner
     from quipu.jobs.promotion import sweep
 

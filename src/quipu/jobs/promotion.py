@@ -160,7 +160,7 @@ class Promoter:
         job = lease.job
         if len(turns) <= 1:
             self._give_back(job)
-            return NOOP, {"outcome": NOOP, "turns": len(turns)}
+            return NOOP, {"outcome": NOOP, "turns": len(turns), "why": TOO_SHORT}
         mark = self.store.get_watermark(key)
         if mark is not None and mark.fingerprint == fingerprint and mark.status == PROMOTED:
             self._give_back(job)
@@ -564,6 +564,14 @@ def slot_tag(slot: str) -> str:
     if len(tag) <= 64:
         return tag
     return "slot:#" + hashlib.blake2b(slot.encode("utf-8"), digest_size=12).hexdigest()
+
+
+#: What a 0- or 1-turn session's job result says (PROMO-2): a lone turn has no exchange to
+#: read it against, and the sweep would otherwise promote every opening line of a chat.
+TOO_SHORT = (
+    "a session of 0 or 1 turn is not promoted (PROMO-2): append another turn and promote"
+    " again, or remember() the fact directly"
+)
 
 
 def _holds_reservation(job: Job) -> bool:
