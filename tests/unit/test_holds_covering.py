@@ -48,3 +48,12 @@ def test_life_004_a_hold_never_covers_another_target() -> None:
     ]
     assert covering(others, REACH) == []
     assert REACH.subjects == frozenset({"u-alice"})  # no subject: nothing to hold
+
+
+def test_life_004_a_reach_cannot_change_after_it_was_checked() -> None:
+    import dataclasses
+
+    import pytest
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        REACH.tenant_id = "t2"  # type: ignore[misc]
