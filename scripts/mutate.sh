@@ -15,7 +15,7 @@ mkdir -p "$out"
 # name | module | the tests that guard it (SQLite only: the logic is the same on every backend)
 table=(
   "holds|src/quipu/governance/holds.py|tests/unit/test_holds_covering.py tests/contract/test_hold_matrix.py -k 'not postgres and not citus'"
-  "scopes|src/quipu/core/scopes.py|tests/unit/test_core.py tests/contract/test_memory_contract.py -k 'scope and not postgres and not citus'"
+  "scopes|src/quipu/core/scopes.py|tests/unit/test_scope_rules.py tests/unit/test_core.py tests/contract/test_memory_contract.py -k 'not postgres and not citus'"
   "erasure|src/quipu/governance/erasure.py|tests/contract/test_governance_erase_contract.py tests/contract/test_hold_matrix.py tests/contract/test_erase_subject_planes.py -k 'sqlite or use_case'"
   "secrets|src/quipu/safety/secrets.py|tests/unit/test_safety_secrets.py tests/unit/test_safety_secret_corpus.py tests/unit/test_safety_fields.py"
   "injection|src/quipu/safety/injection.py|tests/unit/test_safety_injection.py tests/unit/test_safety_injection_corpus.py"

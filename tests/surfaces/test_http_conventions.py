@@ -22,7 +22,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from quipu.core.idempotency import IdempotencyScope, replayable
+from quipu.core.idempotency import IdempotencyScope, check_key, replayable
 from quipu.core.limits import Limits
 from quipu.core.records import Principal, Role
 from quipu.embeddings.local import LocalEmbedder
@@ -169,8 +169,9 @@ def test_api_002_idempotency_key_replays_the_first_answer(svc: MemoryService) ->
 
 def test_api_002_idempotency_key_in_progress_and_expired(svc: MemoryService) -> None:
     now = datetime.now(UTC)
-    busy = IdempotencyScope(ALICE.tenant_id, ALICE.key_id, "busy-key")
-    old = IdempotencyScope(ALICE.tenant_id, ALICE.key_id, "old-key")
+    # the store keeps each key as its digest (check_key), never as sent
+    busy = IdempotencyScope(ALICE.tenant_id, ALICE.key_id, check_key([b"busy-key"]))
+    old = IdempotencyScope(ALICE.tenant_id, ALICE.key_id, check_key([b"old-key"]))
     body = {"text": "The office closes at six"}
     with _client(svc) as http:
         raw = json.dumps(body, separators=(",", ":")).encode()
