@@ -703,3 +703,29 @@ def test_ops_4_agent_key_never_reads_the_graph_screens(server: ConsoleServer, pa
         f"{server.url}/console/entities", form={"scope": "user", "owner": "u-17", "prefix": "br"}
     )
     assert answer.status == 401 and "Bruno" not in answer.text()
+
+
+def test_ops_4_a_tenant_admin_is_offered_only_what_works(server: ConsoleServer, page: Any) -> None:
+    """On a memory of another principal's partition a tenant admin may erase, hold and review
+    (tenant-wide acts), not forget or restore (they wrote 404): those buttons are not shown.
+    On its own tenant memory they are, and work. Search offers the scopes its key resolves."""
+    theirs = server.remember("agent", "u-17 takes the 8:10 train", scope="user")
+    ours = server.remember("admin", "The office closes at six", scope="tenant")
+    sign_in(server, page, "admin")
+    page.goto(f"{server.url}/console/memories/{theirs['id']}")
+    assert page.locator("#do-forget").count() == 0
+    assert page.locator("#do-restore").count() == 0
+    assert page.locator("#do-erase").count() == 1 and page.locator("#do-hold").count() == 1
+    page.goto(f"{server.url}/console/memories/{ours['id']}")
+    assert page.locator("#do-restore").count() == 1
+    act(page, "forget", "the office hours moved to the wiki")
+    assert page.inner_text("#status") == "unavailable"
+    page.goto(f"{server.url}/console/search")
+    options = page.locator("#scope option").all_inner_texts()
+    assert options == ["agent", "tenant"]  # no user id on the key, and global is a superadmin's
+    page.select_option("#scope", "tenant")
+    page.fill("#q", "when does the office close")
+    with page.expect_navigation():
+        page.click("#search")
+    assert "closes at six" not in page.inner_text("#hits")  # forgotten: out of recall
+    assert page.locator("#error-code").count() == 0

@@ -18,7 +18,8 @@ from starlette.concurrency import run_in_threadpool
 
 from quipu.core import validate
 from quipu.core.jobs import JobStatus
-from quipu.core.records import Kind, Principal, Scope, Status
+from quipu.core.records import Kind, Principal, Scope, ScopeRef, Status
+from quipu.core.scopes import check_write, resolve_scope
 from quipu.errors import InvalidInput, QuipuError
 from quipu.surfaces import metrics
 from quipu.surfaces.console.diff import changed_fields, version_at, word_diff
@@ -227,7 +228,7 @@ def subject(
 @router.get("/search", include_in_schema=False)
 def search_form(request: Request) -> HTMLResponse:
     who = operator(request)
-    return render(request, "search.html", _search_context({}, None, None), who=who)
+    return render(request, "search.html", _search_context(who, {}, None, None), who=who)
 
 
 @router.post("/search", include_in_schema=False)
@@ -252,7 +253,20 @@ async def search(request: Request) -> HTMLResponse:
     curl = _curl(
         request, who.principal.tenant_id if who.superadmin else None, query, scope, size, filters
     )
-    return render(request, "search.html", _search_context(form, result, curl), who=who)
+    return render(request, "search.html", _search_context(who, form, result, curl), who=who)
+
+
+def searchable(principal: Principal) -> list[str]:
+    """The scopes a recall as ``principal`` can search: those its credential resolves (a key
+    without a user id has no ``user`` scope; only a superadmin has ``global``)."""
+    found = []
+    for scope in SCOPES:
+        try:
+            resolve_scope(principal, scope)
+        except QuipuError:
+            continue
+        found.append(scope)
+    return found
 
 
 def _int(value: str) -> int:
@@ -262,11 +276,13 @@ def _int(value: str) -> int:
         raise InvalidInput("k must be a whole number", code="invalid_argument") from None
 
 
-def _search_context(form: dict[str, list[str]], result: Any, curl: str | None) -> dict[str, Any]:
+def _search_context(
+    who: Operator, form: dict[str, list[str]], result: Any, curl: str | None
+) -> dict[str, Any]:
     return {
         "form": {name: values[-1] for name, values in form.items() if values},
         "chosen": {"kind": set(form.get("kind", [])), "status": set(form.get("status", []))},
-        "scopes": SCOPES,
+        "scopes": searchable(who.principal),
         "kinds": KINDS,
         "statuses": LISTED_STATUSES,
         "result": result,
@@ -342,8 +358,27 @@ def memory(request: Request, memory_id: str, as_of: str | None = None) -> HTMLRe
         "graph": graph,
         "queued": current.status in (Status.CANDIDATE, Status.QUARANTINED),
         "final": current.status in (Status.ERASED,),
+        # offered only where they would work: forget and restore write the memory's own
+        # partition (a superadmin forgets any through oversight); erase, hold and review
+        # act tenant-wide for every operator
+        "can_forget": who.superadmin or ref in own_partitions(who.principal),
+        "can_restore": ref in own_partitions(who.principal),
     }
     return render(request, "memory.html", context, who=who)
+
+
+def own_partitions(principal: Principal) -> set[ScopeRef]:
+    """The partitions ``principal`` may write: the scopes its credential resolves and may
+    write to (SCOPE-3, SCOPE-5)."""
+    found = set()
+    for scope in Scope:
+        try:
+            ref = resolve_scope(principal, scope)
+            check_write(principal, ref)
+        except QuipuError:
+            continue
+        found.add(ref)
+    return found
 
 
 def _quote(memory: Any) -> dict[str, Any] | None:
