@@ -3,6 +3,9 @@ Every attempt is flagged and neutralised by ``defang``; no ordinary memory is fl
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from quipu.safety import defang, looks_like_injection, render_data_block
@@ -74,3 +77,25 @@ def test_safe_002_defang_neutralises_and_is_idempotent(text: str) -> None:
 )
 def test_safe_002_evasions_are_neutralised_in_place(text: str, expected: str) -> None:
     assert defang(text) == expected
+
+
+def test_safe_002_real_conversations_are_rarely_quarantined() -> None:
+    """Every distinct turn of LoCoMo and the LongMemEval subset (41,218 texts on the data this
+    was measured on): at most 1 in 5,000 is flagged. Those that are hold a chat template's
+    role tokens or "ignore all previous instructions" (measured: 7 of 41,218)."""
+    data = Path("/work/shared/data")
+    locomo = data / "locomo" / "locomo10.json"
+    longmemeval = data / "longmemeval" / "longmemeval_s_subset_balanced.json"
+    if not (locomo.is_file() and longmemeval.is_file()):
+        pytest.skip("the public LoCoMo and LongMemEval data are not on this machine")
+    texts: set[str] = set()
+    for sample in json.loads(locomo.read_text()):
+        for name, turns in sample["conversation"].items():
+            if name.startswith("session_") and isinstance(turns, list):
+                texts.update(t["text"] for t in turns if t.get("text"))
+    for question in json.loads(longmemeval.read_text()):
+        for session in question["haystack_sessions"]:
+            texts.update(t["content"] for t in session)
+    flagged = [t for t in texts if looks_like_injection(t)]
+    assert len(texts) > 30_000
+    assert len(flagged) * 5_000 <= len(texts), [t[:80] for t in flagged]

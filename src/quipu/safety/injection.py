@@ -47,6 +47,8 @@ _CHAT_TOKEN = re.compile(r"<(\|[A-Za-z0-9_ ]{1,40}\|)>")
 _SYS_TAG = re.compile(r"<<(/?SYS)>>", re.IGNORECASE)
 _INST_TAG = re.compile(r"\[(/?INST)\]", re.IGNORECASE)
 _ROLE_TAG = re.compile(
+    # an opening tag not right after a word: ``List<User>`` is a type in code, not a role tag
+    r"(?:(?<![\w.])|(?=<[ \t]{0,5}/))"
     r"<([ \t]{0,5}/?[ \t]{0,5}(?:system|user|assistant|human|ai|model|tool|tools|function"
     r"|function_calls|function_results|tool_call|tool_result|tool_use|instructions?|prompt"
     r"|memory|memories|data|context|document|documents|search_results|quipu|admin|developer"

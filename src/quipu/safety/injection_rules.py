@@ -167,6 +167,14 @@ _UNBOUND = (
     r"|unaligned|amoral|unethical|evil|rogue|malicious|lawless|rule-?less|dan|do{_W}anything"
     r"{_W}now|developer{_W}mode|god{_W}mode|no{_W}(?:limits|restrictions|rules|filters))"
 ).replace("{_W}", _W)
+#: What turns role-play into a jailbreak: the words "from now on, you ..." or "pretend ..."
+#: must be followed closely by one of these to count.
+_JAILBREAK = (
+    r"no|not|never|without|unrestricted|unfiltered|uncensored|unlimited|unbound|jailbroken"
+    r"|dan|evil|amoral|unethical|ignore|disregard|bypass|override|forget|free|freed"
+    r"|restrictions|limits|filters|rules|guidelines|policy|policies|censorship"
+)
+_JAILBREAK_WORDS = _JAILBREAK.replace("|", " ")
 _SECRET_OBJECTS = (
     r"(?:conversations?|chats?|chat{_W}(?:logs?|history)|conversation{_W}history|memories"
     r"|memory(?:{_W}store)?|transcripts?|credentials|passwords|secrets|api{_W}keys|tokens"
@@ -203,8 +211,43 @@ PHRASES: tuple[Phrase, ...] = (
         r"|released|freed|allowed{_W}to{_W}(?:ignore|break|bypass))\b",
         also="now",
     ),
-    _phrase("now", rf"from{_W}now{_W}on,?{_W}(?:you|your|the{_W}assistant|the{_W}ai)\b"),
-    _phrase("pretend", rf"pretend{_W}(?:to{_W}be|you{_W}are|that{_W}you|you're|you{_W}have)\b"),
+    # "From now on, you are a history teacher" and "I pretend to be a snake" are ordinary chat
+    # (role-play, tutoring, a child's game: 13 of 41,218 LoCoMo and LongMemEval turns were
+    # quarantined on these words alone); they count with a jailbreak cue a few words on.
+    _phrase(
+        "now",
+        rf"from{_W}now{_W}on,?{_W}(?:you|your|the{_W}assistant|the{_W}ai)(?:{_W}{_WORD}){{0,8}}?"
+        rf"{_W}(?:{_JAILBREAK})\b",
+        also=_JAILBREAK_WORDS,
+    ),
+    _phrase(
+        "pretend",
+        rf"pretend{_W}(?:to{_W}be|you{_W}are|that{_W}you|you're|you{_W}have)(?:{_W}{_WORD}){{0,6}}?"
+        rf"{_W}(?:{_JAILBREAK})\b",
+        also=_JAILBREAK_WORDS,
+    ),
+    # what an attacker has a model say inside a memory: a role label, then compliance
+    _phrase(
+        "assistant system ai",
+        rf"(?:assistant|system|ai)[ \t]{{0,3}}:[ \t]{{0,8}}(?:sure|ok|okay|of{_W}course|certainly"
+        rf"|yes|absolutely)[,.!]?{_W}i(?:'ll|{_W}will|{_W}am{_W}going{_W}to|'m{_W}going{_W}to){_W}"
+        rf"(?:transfer|send|wire|pay|delete|share|reveal|forward|disable|grant|give|email|leak"
+        rf"|export|upload|execute|run)\b",
+        at_line=True,
+        also="sure ok okay course certainly yes absolutely",
+    ),
+    _phrase(
+        "override",
+        rf"override{_W}(?:your|the|all|any){_W}(?:{_WORD}{_W}){{0,2}}?(?:safety|security|content"
+        rf"|ethical|ethics|moral){_W}(?:policy|policies|guidelines|rules|filters|restrictions"
+        rf"|settings|protocols?)\b",
+    ),
+    _phrase(
+        "instead",
+        rf"instead{_W}of{_W}(?:answering|replying|responding|helping|doing{_W}(?:that|this))"
+        rf",?{_W}(?:output|print|reveal|repeat|dump|show|send|write{_W}out|list|leak)\b",
+        also="output print reveal repeat dump show send write list leak",
+    ),
     _phrase(
         "act behave respond operate function answer reply roleplay role pose",
         rf"(?:act|behave|respond|operate|function|answer|reply|roleplay|role{_OPT_W}play|pose)"
