@@ -314,3 +314,26 @@ class WriteResult:
 
     memory: MemoryVersion
     created: bool
+
+    @property
+    def notice(self) -> dict[str, str] | None:
+        """What the writer must be told beyond the memory itself: a write held for review
+        (SAFE-2) is stored but never recalled until a reviewer releases it, and an agent
+        that only looked at ``created`` would believe it remembered."""
+        if self.memory.status is not Status.QUARANTINED:
+            return None
+        return {
+            "code": "quarantined",
+            "message": "stored but held for review: the text reads like instructions to a"
+            " model, so it is not recalled until a reviewer activates it"
+            f" (POST /v1/review/{self.memory.id} with decision 'activate', or the console's"
+            " review queue)",
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The answer of every surface to a remember: ``memory``, ``created`` and, when there
+        is one, ``notice``."""
+        answer: dict[str, Any] = {"memory": self.memory.to_dict(), "created": self.created}
+        if (notice := self.notice) is not None:
+            answer["notice"] = notice
+        return answer

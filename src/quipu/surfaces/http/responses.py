@@ -63,9 +63,19 @@ class MemoryOut(Answer):
     is_current: bool
 
 
+class NoticeOut(Answer):
+    code: str = Field(description="quarantined: stored but held for review (SAFE-2).")
+    message: str
+
+
 class RememberOut(Answer):
     memory: MemoryOut
     created: bool = Field(description="False: an exact duplicate already existed (MEM-6).")
+    notice: NoticeOut | None = Field(
+        None,
+        description="Present when the write was held for review: it is not recalled until a"
+        " reviewer activates it (POST /v1/review/{id}).",
+    )
 
 
 class MemoryPageOut(Answer):

@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, NotRequired, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -88,6 +88,7 @@ TOOL_NAMES = (
 class RememberOutput(TypedDict):
     memory: dict[str, Any]
     created: bool
+    notice: NotRequired[dict[str, str]]
 
 
 class RecallOutput(TypedDict):
@@ -250,7 +251,13 @@ def create_mcp_server(
                 run_id=run_id,
                 quote=quote,
             )
-            return {"memory": result.memory.to_dict(), "created": result.created}
+            answer: RememberOutput = {
+                "memory": result.memory.to_dict(),
+                "created": result.created,
+            }
+            if (notice := result.notice) is not None:
+                answer["notice"] = notice
+            return answer
 
         return call(ctx, act)
 

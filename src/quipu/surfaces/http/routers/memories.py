@@ -35,7 +35,7 @@ Who = Annotated[Principal, Depends(principal)]
 def remember(body: RememberBody, svc: Svc, who: Who) -> SafeJSONResponse:
     result = svc.remember(who, **body.model_dump())
     return SafeJSONResponse(
-        {"memory": result.memory.to_dict(), "created": result.created},
+        result.to_dict(),
         status_code=201 if result.created else 200,
         headers={"Location": memory_url(result.memory.id)},
     )
