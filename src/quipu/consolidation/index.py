@@ -32,7 +32,7 @@ from quipu.core.query import Cursor, Filters
 from quipu.core.records import MemoryVersion, Principal, Role, Scope, ScopeRef, Status
 from quipu.core.scope_lease import HELD
 from quipu.core.scopes import TENANT_WRITE_GRANT, check_write, resolve_scope
-from quipu.errors import Conflict, NotFound, QuipuError
+from quipu.errors import Closed, Conflict, NotFound, QuipuError
 from quipu.guard import Guard
 from quipu.memories import MemoryService
 from quipu.safety import defang
@@ -147,7 +147,7 @@ class IndexService:
         try:
             found = self.store.index_get(ref, None)
         except QuipuError as exc:
-            if not exc.transient:
+            if not (exc.transient or isinstance(exc, Closed)):  # a closed store is gone too
                 raise
             log.warning("index of a scope served empty: %s", exc.code)
             return empty_view(ref.scope.value, degraded=True, reason=exc.code)

@@ -36,10 +36,13 @@ class Output(Console):
 
     @property
     def size(self) -> ConsoleDimensions:
-        found = Console.size.fget(self)  # type: ignore[attr-defined]
-        if self._width is None and not self.is_terminal and not os.environ.get("COLUMNS"):
-            return ConsoleDimensions(PIPED_WIDTH, found.height)
-        return found  # type: ignore[no-any-return]
+        found: ConsoleDimensions = Console.size.fget(self)  # type: ignore[attr-defined]
+        if self.is_terminal:
+            return found
+        # read now, not when the console was made (rich fixes COLUMNS at construction, and
+        # these consoles are made at import time)
+        columns = os.environ.get("COLUMNS", "")
+        return ConsoleDimensions(int(columns) if columns.isdigit() else PIPED_WIDTH, found.height)
 
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
