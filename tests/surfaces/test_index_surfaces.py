@@ -129,6 +129,12 @@ def test_api_3_http_index_get_history_diff(world: World) -> None:
             422,
         ),
         ("POST", "/v1/index/rebuild", {"scope": "tenant"}, None, 403),
+        # the body's scope (issue 39): every kind of hostile value is a coded 4xx
+        ("POST", "/v1/index/rebuild", None, '{"scope": "\\ud800"}', 422),
+        ("POST", "/v1/index/rebuild", None, {"scope": "agent\x00"}, 422),
+        ("POST", "/v1/index/rebuild", None, {"scope": {"a": {"b": {"c": [[[[1]]]]}}}}, 422),
+        ("POST", "/v1/index/rebuild", None, {"scope": "x" * 40_000}, 422),
+        ("POST", "/v1/index/rebuild", None, {"scope": "user", "owner": "ub"}, 422),
     ],
 )
 def test_api_3_http_hostile_input_is_4xx(
@@ -146,6 +152,10 @@ def test_api_3_http_hostile_input_is_4xx(
         r = world.call("a", method, path, body, params=params)
     assert r.status_code == status, r.text
     assert _code(r)  # a stable code in the error envelope
+    # nothing broken behind it: the scope still lists, recalls and exports
+    assert world.call("a", "GET", "/v1/memories").status_code == 200
+    assert world.call("a", "POST", "/v1/recall", {"query": "hiking"}).status_code == 200
+    assert world.call("a", "GET", "/v1/index").status_code == 200
 
 
 def test_harvest_1_http_answers_202_and_extracts_later(world: World) -> None:
