@@ -46,7 +46,6 @@ router = APIRouter()
 #: The health page counts at most this many jobs of each status.
 HEALTH_JOBS = 1000
 
-SCOPES = [s.value for s in Scope]
 KINDS = [k.value for k in Kind]
 #: Statuses a list or a search may ask for (forgotten, quarantined and erased never: LIFE-3, 6).
 LISTED_STATUSES = [
@@ -259,14 +258,7 @@ async def search(request: Request) -> HTMLResponse:
 def searchable(principal: Principal) -> list[str]:
     """The scopes a recall as ``principal`` can search: those its credential resolves (a key
     without a user id has no ``user`` scope; only a superadmin has ``global``)."""
-    found = []
-    for scope in SCOPES:
-        try:
-            resolve_scope(principal, scope)
-        except QuipuError:
-            continue
-        found.append(scope)
-    return found
+    return [ref.scope.value for ref in _resolved(principal)]
 
 
 def _int(value: str) -> int:
@@ -371,13 +363,24 @@ def own_partitions(principal: Principal) -> set[ScopeRef]:
     """The partitions ``principal`` may write: the scopes its credential resolves and may
     write to (SCOPE-3, SCOPE-5)."""
     found = set()
-    for scope in Scope:
+    for ref in _resolved(principal):
         try:
-            ref = resolve_scope(principal, scope)
             check_write(principal, ref)
         except QuipuError:
             continue
         found.add(ref)
+    return found
+
+
+def _resolved(principal: Principal) -> list[ScopeRef]:
+    """Each scope's partition for ``principal``, in :class:`Scope` order, leaving out the
+    scopes its credential cannot resolve."""
+    found = []
+    for scope in Scope:
+        try:
+            found.append(resolve_scope(principal, scope))
+        except QuipuError:
+            continue
     return found
 
 
