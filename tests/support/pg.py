@@ -28,8 +28,16 @@ def new_schema(url: str, schema: str) -> str:
 
 
 def drop_schema(url: str, schema: str) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    """Drop a test schema. Two test processes tearing down on Citus at once can deadlock on
+    the shared catalog (seen at session end); the server aborts one drop, which is retried."""
+    for attempt in range(5):
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            return
+        except psycopg.errors.DeadlockDetected:
+            if attempt == 4:
+                raise
 
 
 def schema_url(url: str, schema: str, *settings: str) -> str:
